@@ -1,0 +1,10 @@
+# Every dependency is a Debian 12 package; scripts/install-deps.sh installs them.
+find_package(Threads REQUIRED)
+find_package(fmt REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
+find_package(GTest REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(LIBNFS IMPORTED_TARGET libnfs)
+pkg_check_modules(FUSE3 IMPORTED_TARGET fuse3)

@@ -1,0 +1,10 @@
+# One knob: NFSX_SANITIZE=address builds ASan+UBSan, NFSX_SANITIZE=thread builds TSan.
+if(NFSX_SANITIZE STREQUAL "address")
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+elseif(NFSX_SANITIZE STREQUAL "thread")
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=thread)
+elseif(NFSX_SANITIZE)
+  message(FATAL_ERROR "NFSX_SANITIZE must be address or thread, not ${NFSX_SANITIZE}")
+endif()

@@ -1,0 +1,77 @@
+// What an RPC program looks like to the dispatcher: a table of procedures.
+//
+// The RPC layer knows nothing of NFS. A program supplies, per procedure, a
+// function that decodes its arguments and encodes its results, and flags that
+// say how the transport may run it.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "rpc/message.h"
+#include "xdr/xdr.h"
+
+namespace nfsx::rpc {
+
+// Where a call came from.
+struct Peer {
+  sockaddr_storage addr{};
+  socklen_t addr_len = 0;
+  uint16_t port = 0;
+  std::string host;  // numeric address, for logs and export matching
+};
+
+struct CallContext {
+  const CallHeader& header;
+  const Peer& peer;
+};
+
+enum ProcFlag : uint32_t {
+  kProcInline = 0,
+  kProcMayBlock = 1u << 0,       // may wait on disk (fsync): run it off the I/O thread
+  kProcNonIdempotent = 1u << 1,  // replies are remembered in the duplicate request cache
+};
+
+// Decodes arguments from `args` and appends results to `results`.
+// Returns SUCCESS, or GARBAGE_ARGS when the arguments do not decode (the
+// dispatcher then discards whatever was encoded), or SYSTEM_ERR.
+using ProcFn =
+    std::function<accept_stat(CallContext&, xdr::XdrDecoder& args, xdr::XdrEncoder& results)>;
+
+struct ProcStats {
+  std::atomic<uint64_t> calls{0};
+  std::atomic<uint64_t> total_ns{0};
+  std::atomic<uint64_t> max_ns{0};
+  // Latency histogram: bucket i counts calls that took [2^i, 2^(i+1)) microseconds.
+  static constexpr int kBuckets = 24;
+  std::array<std::atomic<uint64_t>, kBuckets> buckets{};
+
+  void Record(uint64_t ns);
+  // Smallest bucket bound (µs) under which `fraction` of the calls fell.
+  uint64_t PercentileMicros(double fraction) const;
+};
+
+struct Procedure {
+  std::string name;
+  ProcFn fn;
+  uint32_t flags = kProcInline;
+  mutable ProcStats stats;
+
+  Procedure(std::string n, ProcFn f, uint32_t fl = kProcInline)
+      : name(std::move(n)), fn(std::move(f)), flags(fl) {}
+  Procedure(Procedure&& o) noexcept : name(std::move(o.name)), fn(std::move(o.fn)), flags(o.flags) {}
+};
+
+struct Program {
+  std::string name;
+  uint32_t prog = 0;
+  uint32_t vers = 0;
+  std::vector<Procedure> procs;  // index = procedure number
+};
+
+}  // namespace nfsx::rpc

@@ -1,0 +1,362 @@
+#include "rpc/tcp_client.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstring>
+#include <random>
+
+#include "base/logging.h"
+#include "rpc/record_marking.h"
+
+namespace nfsx::rpc {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool BindReservedPort(int fd, int family) {
+  for (int port = 1023; port >= 600; --port) {
+    sockaddr_storage ss{};
+    socklen_t len;
+    if (family == AF_INET6) {
+      auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+      a->sin6_family = AF_INET6;
+      a->sin6_port = htons(static_cast<uint16_t>(port));
+      len = sizeof(*a);
+    } else {
+      auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+      a->sin_family = AF_INET;
+      a->sin_port = htons(static_cast<uint16_t>(port));
+      len = sizeof(*a);
+    }
+    if (bind(fd, reinterpret_cast<sockaddr*>(&ss), len) == 0) return true;
+    if (errno != EADDRINUSE) return false;
+  }
+  return false;
+}
+
+}  // namespace
+
+RpcClient::RpcClient(std::string host, uint16_t port, RpcClientOptions options)
+    : host_(std::move(host)), port_(port), options_(options) {
+  std::random_device rd;
+  next_xid_.store(rd());
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+}
+
+Result<std::unique_ptr<RpcClient>> RpcClient::Connect(const std::string& host, uint16_t port,
+                                                      RpcClientOptions options) {
+  std::unique_ptr<RpcClient> client(new RpcClient(host, port, options));
+  auto fd = client->Dial();
+  if (!fd) return std::unexpected(fd.error());
+  client->fd_ = *fd;
+  RpcClient* raw = client.get();
+  client->reader_ = std::thread([raw] { raw->ReaderLoop(); });
+  return client;
+}
+
+RpcClient::~RpcClient() {
+  {
+    std::lock_guard lock(mu_);
+    shutdown_ = true;
+  }
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof(one));
+  if (reader_.joinable()) reader_.join();
+  std::vector<Callback> failed;
+  {
+    std::lock_guard lock(mu_);
+    FailAllLocked(ESHUTDOWN, &failed);
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  for (auto& cb : failed) cb(Fail(ESHUTDOWN));
+  ::close(wake_fd_);
+}
+
+Result<int> RpcClient::Dial() {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  std::string port_str = std::to_string(port_);
+  int gai = getaddrinfo(host_.c_str(), port_str.c_str(), &hints, &res);
+  if (gai != 0) return Fail(EHOSTUNREACH);
+  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, freeaddrinfo);
+  int last_err = ECONNREFUSED;
+  for (addrinfo* ai = res; ai; ai = ai->ai_next) {
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      last_err = errno;
+      continue;
+    }
+    if (options_.privileged_port) BindReservedPort(fd, ai->ai_family);
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+      last_err = errno;
+      ::close(fd);
+      continue;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    return fd;
+  }
+  return Fail(last_err);
+}
+
+void RpcClient::Call(uint32_t prog, uint32_t vers, uint32_t proc, const Credential& cred,
+                     const ArgsEncoder& args, Callback cb) {
+  uint32_t xid = next_xid_.fetch_add(1, std::memory_order_relaxed);
+  auto request = std::make_shared<OutBuffer>();
+  BeginRecord(request.get());
+  xdr::XdrEncoder e(request.get());
+  EncodeCallHeader(e, xid, prog, vers, proc, cred);
+  if (args) args(e);
+  EndRecord(request.get());
+  counters_.calls.fetch_add(1, std::memory_order_relaxed);
+
+  std::unique_lock lock(mu_);
+  if (shutdown_ || (fd_ < 0 && !options_.reconnect)) {
+    lock.unlock();
+    cb(Fail(shutdown_ ? ESHUTDOWN : ENOTCONN));
+    return;
+  }
+  pending_.emplace(xid, Pending{request, std::move(cb), Clock::now() + options_.timeout, 0});
+  if (fd_ >= 0) {
+    send_queue_.push_back(std::move(request));
+    if (send_queue_.size() == 1 && !FlushLocked()) {
+      uint64_t one = 1;  // let the reader thread wait for POLLOUT
+      [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof(one));
+    }
+  }
+}
+
+Result<RpcReply> RpcClient::CallSync(uint32_t prog, uint32_t vers, uint32_t proc,
+                                     const Credential& cred, const ArgsEncoder& args) {
+  struct Waiter {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    Result<RpcReply> result = Fail(EIO);
+  };
+  auto w = std::make_shared<Waiter>();
+  Call(prog, vers, proc, cred, args, [w](Result<RpcReply> r) {
+    std::lock_guard lock(w->mu);
+    w->result = std::move(r);
+    w->done = true;
+    w->cv.notify_one();
+  });
+  std::unique_lock lock(w->mu);
+  w->cv.wait(lock, [&] { return w->done; });
+  return std::move(w->result);
+}
+
+size_t RpcClient::in_flight() const {
+  std::lock_guard lock(mu_);
+  return pending_.size();
+}
+
+// Writes queued requests until the socket is full. Returns true when the queue is empty.
+bool RpcClient::FlushLocked() {
+  std::vector<iovec> iov;
+  while (!send_queue_.empty() && fd_ >= 0) {
+    iov.clear();
+    size_t skip = send_offset_;
+    for (const auto& b : send_queue_) {
+      b->GatherIovecs(skip, &iov);
+      skip = 0;
+      if (iov.size() >= 256) break;
+    }
+    ssize_t n = ::writev(fd_, iov.data(), static_cast<int>(std::min<size_t>(iov.size(), IOV_MAX)));
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EINTR) return false;
+      return false;  // the reader notices the broken connection
+    }
+    size_t left = static_cast<size_t>(n);
+    while (left > 0) {
+      size_t front_left = send_queue_.front()->total_size() - send_offset_;
+      if (left >= front_left) {
+        left -= front_left;
+        send_offset_ = 0;
+        send_queue_.pop_front();
+      } else {
+        send_offset_ += left;
+        left = 0;
+      }
+    }
+  }
+  return send_queue_.empty();
+}
+
+void RpcClient::FailAllLocked(int err, std::vector<Callback>* out) {
+  (void)err;
+  for (auto& [xid, p] : pending_) out->push_back(std::move(p.cb));
+  pending_.clear();
+  send_queue_.clear();
+  send_offset_ = 0;
+}
+
+// Called with mu_ held and the old socket gone. Dials without the lock.
+bool RpcClient::ReconnectLocked() {
+  if (!options_.reconnect || shutdown_) return false;
+  mu_.unlock();
+  auto fd = Dial();
+  mu_.lock();
+  if (!fd) return false;
+  if (shutdown_) {
+    ::close(*fd);
+    return false;
+  }
+  fd_ = *fd;
+  counters_.reconnects.fetch_add(1);
+  log::Debug("rpc client: reconnected to {}:{}, resending {} calls", host_, port_,
+             pending_.size());
+  send_queue_.clear();
+  send_offset_ = 0;
+  for (auto& [xid, p] : pending_) {
+    send_queue_.push_back(p.request);
+    p.deadline = Clock::now() + options_.timeout;
+    counters_.retransmits.fetch_add(1);
+  }
+  FlushLocked();
+  return true;
+}
+
+void RpcClient::HandleRecord(std::span<std::byte> record) {
+  xdr::XdrDecoder d(record);
+  RpcReply reply;
+  if (!DecodeReplyHeader(d, &reply.header)) {
+    counters_.bad_replies.fetch_add(1);
+    log::Warn("rpc client: malformed reply from {}:{}", host_, port_);
+    return;
+  }
+  Callback cb;
+  {
+    std::lock_guard lock(mu_);
+    auto it = pending_.find(reply.header.xid);
+    if (it == pending_.end()) {
+      // A late reply to a call answered already (after a retransmission): ignore.
+      counters_.bad_replies.fetch_add(1);
+      return;
+    }
+    cb = std::move(it->second.cb);
+    pending_.erase(it);
+  }
+  size_t offset = static_cast<size_t>(d.position() - record.data());
+  reply.record = std::make_shared_for_overwrite<std::byte[]>(record.size());
+  std::memcpy(reply.record.get(), record.data(), record.size());
+  reply.results = std::span<const std::byte>(reply.record.get() + offset, record.size() - offset);
+  cb(std::move(reply));
+}
+
+void RpcClient::CheckTimeouts() {
+  std::vector<Callback> expired;
+  {
+    std::lock_guard lock(mu_);
+    auto now = Clock::now();
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      Pending& p = it->second;
+      if (p.deadline > now) {
+        ++it;
+        continue;
+      }
+      if (p.retransmits >= options_.max_retransmits) {
+        expired.push_back(std::move(p.cb));
+        it = pending_.erase(it);
+        continue;
+      }
+      ++p.retransmits;
+      p.deadline = now + options_.timeout;
+      counters_.retransmits.fetch_add(1);
+      if (fd_ >= 0) send_queue_.push_back(p.request);
+      ++it;
+    }
+    if (fd_ >= 0) FlushLocked();
+  }
+  for (auto& cb : expired) cb(Fail(ETIMEDOUT));
+}
+
+void RpcClient::ReaderLoop() {
+  RecordReader reader(options_.max_record);
+  auto last_check = Clock::now();
+  for (;;) {
+    pollfd fds[2];
+    int nfds = 1;
+    fds[0] = {wake_fd_, POLLIN, 0};
+    {
+      std::unique_lock lock(mu_);
+      if (shutdown_) return;
+      if (fd_ < 0) {
+        // Disconnected: keep trying while calls wait; they time out meanwhile.
+        if (!ReconnectLocked()) {
+          lock.unlock();
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          CheckTimeouts();
+          continue;
+        }
+        reader = RecordReader(options_.max_record);
+      }
+      fds[1] = {fd_, static_cast<short>(POLLIN | (send_queue_.empty() ? 0 : POLLOUT)), 0};
+      nfds = 2;
+    }
+    int rc = poll(fds, nfds, 200);
+    if (rc < 0 && errno != EINTR) break;
+    if (fds[0].revents & POLLIN) {
+      uint64_t v;
+      while (::read(wake_fd_, &v, sizeof(v)) > 0) {
+      }
+    }
+    if (fds[1].revents & POLLOUT) {
+      std::lock_guard lock(mu_);
+      FlushLocked();
+    }
+    if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+      bool broken = false;
+      for (;;) {
+        std::span<std::byte> space = reader.PrepareWrite();
+        ssize_t n = ::read(fds[1].fd, space.data(), space.size());
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+          broken = true;
+          break;
+        }
+        if (n < 0) break;
+        reader.CommitWrite(static_cast<size_t>(n));
+        std::span<std::byte> record;
+        RecordReader::Status st;
+        while ((st = reader.Next(&record)) == RecordReader::Status::kRecord) HandleRecord(record);
+        if (st == RecordReader::Status::kTooLarge) {
+          counters_.bad_replies.fetch_add(1);
+          log::Warn("rpc client: reply from {}:{} exceeds {} bytes", host_, port_,
+                    reader.max_record());
+          broken = true;
+          break;
+        }
+        if (static_cast<size_t>(n) < space.size()) break;
+      }
+      if (broken) {
+        std::vector<Callback> failed;
+        {
+          std::lock_guard lock(mu_);
+          if (fd_ >= 0) ::close(fd_);
+          fd_ = -1;
+          if (!options_.reconnect) FailAllLocked(ECONNRESET, &failed);
+        }
+        for (auto& cb : failed) cb(Fail(ECONNRESET));
+      }
+    }
+    auto now = Clock::now();
+    if (now - last_check > std::chrono::milliseconds(100)) {
+      last_check = now;
+      CheckTimeouts();
+    }
+  }
+}
+
+}  // namespace nfsx::rpc

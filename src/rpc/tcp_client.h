@@ -1,0 +1,110 @@
+// RpcClient: ONC RPC calls over one TCP connection, many in flight.
+//
+// Calls are matched to replies by xid, so replies may come in any order. A call
+// that gets no reply within `timeout` is retransmitted with the same xid (the
+// server's duplicate request cache recognises it). When the connection drops,
+// the client reconnects and retransmits every outstanding call.
+//
+// Thread-safe: any thread may call; callbacks run on the client's reader thread
+// and must not block on another call of the same client.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "base/out_buffer.h"
+#include "base/result.h"
+#include "rpc/message.h"
+
+namespace nfsx::rpc {
+
+struct RpcClientOptions {
+  std::chrono::milliseconds timeout{30000};  // before a retransmission
+  int max_retransmits = 10;                  // then the call fails with ETIMEDOUT
+  bool reconnect = true;
+  size_t max_record = 8u << 20;
+  bool privileged_port = false;  // bind a source port < 1024 (needs root)
+};
+
+// A reply whose results start at `results` inside `record` (kept alive with it).
+struct RpcReply {
+  ReplyHeader header;
+  std::shared_ptr<std::byte[]> record;
+  std::span<const std::byte> results;
+};
+
+struct RpcClientCounters {
+  std::atomic<uint64_t> calls{0};
+  std::atomic<uint64_t> retransmits{0};
+  std::atomic<uint64_t> reconnects{0};
+  std::atomic<uint64_t> bad_replies{0};  // malformed or for an unknown xid
+};
+
+class RpcClient {
+ public:
+  using Callback = std::move_only_function<void(Result<RpcReply>)>;
+  using ArgsEncoder = std::function<void(xdr::XdrEncoder&)>;
+
+  static Result<std::unique_ptr<RpcClient>> Connect(const std::string& host, uint16_t port,
+                                                    RpcClientOptions options = {});
+  ~RpcClient();
+  RpcClient(const RpcClient&) = delete;
+  RpcClient& operator=(const RpcClient&) = delete;
+
+  // Sends a call. `cb` runs exactly once: with the reply (any accept status), or
+  // with an error (ETIMEDOUT, ECONNRESET when reconnecting is off, ESHUTDOWN).
+  void Call(uint32_t prog, uint32_t vers, uint32_t proc, const Credential& cred,
+            const ArgsEncoder& args, Callback cb);
+  // Same, waiting for the reply.
+  Result<RpcReply> CallSync(uint32_t prog, uint32_t vers, uint32_t proc, const Credential& cred,
+                            const ArgsEncoder& args);
+
+  const RpcClientCounters& counters() const { return counters_; }
+  size_t in_flight() const;
+  const std::string& host() const { return host_; }
+  uint16_t port() const { return port_; }
+
+ private:
+  RpcClient(std::string host, uint16_t port, RpcClientOptions options);
+  Result<int> Dial();
+  void ReaderLoop();
+  void SendLocked(uint32_t xid);
+  bool FlushLocked();
+  void FailAllLocked(int err, std::vector<Callback>* out);
+  void HandleRecord(std::span<std::byte> record);
+  void CheckTimeouts();
+  bool ReconnectLocked();
+
+  struct Pending {
+    std::shared_ptr<OutBuffer> request;  // whole record, kept for retransmission
+    Callback cb;
+    std::chrono::steady_clock::time_point deadline;
+    int retransmits = 0;
+  };
+
+  const std::string host_;
+  const uint16_t port_;
+  const RpcClientOptions options_;
+  RpcClientCounters counters_;
+
+  mutable std::mutex mu_;
+  int fd_ = -1;                           // GUARDED_BY(mu_)
+  std::map<uint32_t, Pending> pending_;   // GUARDED_BY(mu_)
+  std::deque<std::shared_ptr<OutBuffer>> send_queue_;  // GUARDED_BY(mu_)
+  size_t send_offset_ = 0;
+  std::atomic<uint32_t> next_xid_;
+  bool shutdown_ = false;
+  int wake_fd_ = -1;
+  std::thread reader_;
+};
+
+}  // namespace nfsx::rpc

@@ -1,0 +1,534 @@
+#include "rpc/tcp_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <unordered_map>
+
+#include "base/logging.h"
+#include "rpc/record_marking.h"
+
+namespace nfsx::rpc {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Every fd in an epoll set points at one of these.
+struct EpollItem {
+  virtual ~EpollItem() = default;
+  virtual void OnEvent(uint32_t events) = 0;
+};
+
+Peer PeerOf(int fd, const sockaddr_storage& ss, socklen_t len) {
+  Peer p;
+  p.addr = ss;
+  p.addr_len = len;
+  char host[NI_MAXHOST] = "?";
+  char serv[NI_MAXSERV] = "0";
+  getnameinfo(reinterpret_cast<const sockaddr*>(&ss), len, host, sizeof(host), serv, sizeof(serv),
+              NI_NUMERICHOST | NI_NUMERICSERV);
+  p.host = host;
+  p.port = static_cast<uint16_t>(std::atoi(serv));
+  (void)fd;
+  return p;
+}
+
+}  // namespace
+
+class TcpServer::Connection : public EpollItem,
+                              public std::enable_shared_from_this<TcpServer::Connection> {
+ public:
+  Connection(IoThread* thread, int fd, Peer peer, size_t max_record)
+      : thread_(thread), fd_(fd), peer_(std::move(peer)), reader_(max_record) {
+    last_activity_ = last_progress_ = Clock::now();
+  }
+  ~Connection() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  void OnEvent(uint32_t events) override;
+  // Adds the socket to its I/O thread's epoll set (I/O thread).
+  void Register();
+  // Queues a finished reply (any thread) and writes what the socket takes.
+  void Send(OutBuffer reply);
+  void Close(const char* why);
+  bool Idle(Clock::time_point now, const TcpServerOptions& o, const char** why) const;
+
+  int fd() const { return fd_; }
+  const Peer& peer() const { return peer_; }
+
+ private:
+  void ReadAndDispatch();
+  void HandleRecord(std::span<std::byte> record, std::vector<OutBuffer>* inline_replies);
+  // REQUIRES: out_mu_ held.
+  void FlushLocked();
+  void UpdateInterestLocked();
+  bool ShouldPauseLocked() const;
+
+  IoThread* thread_;
+  int fd_;
+  Peer peer_;
+  RecordReader reader_;  // I/O thread only
+  Clock::time_point last_activity_;
+  Clock::time_point last_progress_;
+
+  mutable std::mutex out_mu_;
+  std::deque<OutBuffer> out_queue_;  // GUARDED_BY(out_mu_)
+  size_t out_offset_ = 0;            // bytes of the front buffer already written
+  size_t out_bytes_ = 0;             // queued bytes not yet written
+  size_t in_flight_ = 0;             // offloaded calls not yet answered
+  bool want_out_ = false;            // EPOLLOUT armed
+  bool read_paused_ = false;
+  bool closed_ = false;
+  uint32_t interest_ = 0;
+};
+
+class TcpServer::IoThread : public EpollItem {
+ public:
+  IoThread(TcpServer* server, int index) : server_(server), index_(index) {
+    epfd_ = epoll_create1(EPOLL_CLOEXEC);
+    wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    itimerspec its{{1, 0}, {1, 0}};
+    timerfd_settime(timer_fd_, 0, &its, nullptr);
+    Add(wake_fd_, this, EPOLLIN);
+    Add(timer_fd_, &timer_item_, EPOLLIN);
+  }
+  ~IoThread() override {
+    ::close(epfd_);
+    ::close(wake_fd_);
+    ::close(timer_fd_);
+  }
+
+  void Add(int fd, EpollItem* item, uint32_t events) {
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.ptr = item;
+    epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev);
+  }
+  void Modify(int fd, EpollItem* item, uint32_t events) {
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.ptr = item;
+    epoll_ctl(epfd_, EPOLL_CTL_MOD, fd, &ev);
+  }
+  void Remove(int fd) { epoll_ctl(epfd_, EPOLL_CTL_DEL, fd, nullptr); }
+
+  // Hands over a freshly accepted socket (any thread).
+  void Adopt(int fd, Peer peer) {
+    {
+      std::lock_guard lock(pending_mu_);
+      pending_.emplace_back(fd, std::move(peer));
+    }
+    Wake();
+  }
+  void Wake() {
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof(one));
+  }
+  void RequestStop() {
+    stop_.store(true);
+    Wake();
+  }
+
+  void Run();
+  // eventfd: adopt pending connections.
+  void OnEvent(uint32_t) override;
+  void Forget(const std::shared_ptr<Connection>& conn) {
+    conns_.erase(conn->fd());
+    graveyard_.push_back(conn);
+  }
+  void CloseAll() {
+    while (!conns_.empty()) conns_.begin()->second->Close("server shutting down");
+    graveyard_.clear();
+  }
+  void Tick();
+
+  TcpServer* server() { return server_; }
+
+  // Listening sockets live on thread 0.
+  struct Listener : EpollItem {
+    TcpServer* server;
+    int listen_fd;
+    void OnEvent(uint32_t) override;
+  };
+  std::vector<std::unique_ptr<Listener>> listeners;
+
+ private:
+  struct TimerItem : EpollItem {
+    IoThread* owner;
+    explicit TimerItem(IoThread* o) : owner(o) {}
+    void OnEvent(uint32_t) override { owner->Tick(); }
+  };
+
+  TcpServer* server_;
+  int index_;
+  int epfd_ = -1;
+  int wake_fd_ = -1;
+  int timer_fd_ = -1;
+  TimerItem timer_item_{this};
+  std::atomic<bool> stop_{false};
+  std::mutex pending_mu_;
+  std::vector<std::pair<int, Peer>> pending_;
+  std::unordered_map<int, std::shared_ptr<Connection>> conns_;
+  // Connections closed during this epoll batch: later events of the batch may still
+  // point at them, so they are destroyed only after the batch.
+  std::vector<std::shared_ptr<Connection>> graveyard_;
+  std::thread thread_;
+  friend class TcpServer;
+};
+
+// ---- IoThread ----
+
+void TcpServer::IoThread::Run() {
+  constexpr int kMaxEvents = 128;
+  epoll_event events[kMaxEvents];
+  while (!stop_.load()) {
+    int n = epoll_wait(epfd_, events, kMaxEvents, -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      log::Error("epoll_wait: {}", std::strerror(errno));
+      break;
+    }
+    for (int i = 0; i < n; ++i) static_cast<EpollItem*>(events[i].data.ptr)->OnEvent(events[i].events);
+    graveyard_.clear();
+  }
+}
+
+void TcpServer::IoThread::OnEvent(uint32_t) {
+  uint64_t v;
+  while (::read(wake_fd_, &v, sizeof(v)) > 0) {
+  }
+  std::vector<std::pair<int, Peer>> adopted;
+  {
+    std::lock_guard lock(pending_mu_);
+    adopted.swap(pending_);
+  }
+  for (auto& [fd, peer] : adopted) {
+    auto conn = std::make_shared<Connection>(this, fd, std::move(peer),
+                                             server_->options_.max_record);
+    conns_[fd] = conn;
+    conn->Register();
+  }
+}
+
+void TcpServer::IoThread::Tick() {
+  uint64_t expirations;
+  [[maybe_unused]] ssize_t r = ::read(timer_fd_, &expirations, sizeof(expirations));
+  auto now = Clock::now();
+  std::vector<std::pair<std::shared_ptr<Connection>, const char*>> doomed;
+  for (auto& [fd, conn] : conns_) {
+    const char* why = nullptr;
+    if (conn->Idle(now, server_->options_, &why)) doomed.emplace_back(conn, why);
+  }
+  for (auto& [conn, why] : doomed) conn->Close(why);
+}
+
+void TcpServer::IoThread::Listener::OnEvent(uint32_t) {
+  for (;;) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof(ss);
+    int fd = accept4(listen_fd, reinterpret_cast<sockaddr*>(&ss), &len,
+                     SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno != EAGAIN && errno != EINTR) log::Warn("accept: {}", std::strerror(errno));
+      return;
+    }
+    TcpServer* s = server;
+    if (s->counters_.open.load() >= s->options_.max_connections) {
+      log::Warn("refusing a connection: {} connections open", s->counters_.open.load());
+      ::close(fd);
+      continue;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    s->counters_.accepted.fetch_add(1);
+    s->counters_.open.fetch_add(1);
+    Peer peer = PeerOf(fd, ss, len);
+    log::Debug("accepted connection from {}:{}", peer.host, peer.port);
+    size_t pick = s->counters_.accepted.load() % s->io_threads_.size();
+    s->io_threads_[pick]->Adopt(fd, std::move(peer));
+  }
+}
+
+// ---- Connection ----
+
+void TcpServer::Connection::Register() {
+  std::lock_guard lock(out_mu_);
+  interest_ = EPOLLIN;
+  thread_->Add(fd_, this, interest_);
+}
+
+void TcpServer::Connection::OnEvent(uint32_t events) {
+  if (events & EPOLLIN) ReadAndDispatch();
+  if (events & EPOLLOUT) {
+    std::lock_guard lock(out_mu_);
+    if (!closed_) FlushLocked();
+  }
+  if ((events & (EPOLLERR | EPOLLHUP)) && !(events & EPOLLIN)) Close("socket error");
+}
+
+void TcpServer::Connection::ReadAndDispatch() {
+  TcpServer* server = thread_->server();
+  std::vector<OutBuffer> inline_replies;
+  // Bounded reads per wakeup keep one busy client from starving the others.
+  for (int round = 0; round < 8; ++round) {
+    std::span<std::byte> space = reader_.PrepareWrite();
+    ssize_t n = ::read(fd_, space.data(), space.size());
+    if (n == 0) return Close("peer closed");
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EINTR) break;
+      return Close(std::strerror(errno));
+    }
+    reader_.CommitWrite(static_cast<size_t>(n));
+    server->counters_.bytes_in.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+    last_activity_ = last_progress_ = Clock::now();
+    std::span<std::byte> record;
+    RecordReader::Status st;
+    while ((st = reader_.Next(&record)) == RecordReader::Status::kRecord) {
+      server->counters_.records.fetch_add(1, std::memory_order_relaxed);
+      HandleRecord(record, &inline_replies);
+    }
+    if (st == RecordReader::Status::kTooLarge) {
+      server->counters_.closed_bad_record.fetch_add(1);
+      log::Warn("{}:{}: record larger than {} bytes: closing the connection", peer_.host,
+                peer_.port, reader_.max_record());
+      for (auto& r : inline_replies) Send(std::move(r));
+      return Close("record too large");
+    }
+    if (static_cast<size_t>(n) < space.size()) break;  // drained the socket
+  }
+  std::lock_guard lock(out_mu_);
+  if (closed_) return;
+  for (auto& r : inline_replies) {
+    out_bytes_ += r.total_size();
+    out_queue_.push_back(std::move(r));
+  }
+  FlushLocked();
+  if (!reader_.HasPartial()) reader_.ShrinkIfIdle(1u << 20);
+}
+
+void TcpServer::Connection::HandleRecord(std::span<std::byte> record,
+                                         std::vector<OutBuffer>* inline_replies) {
+  TcpServer* server = thread_->server();
+  Dispatcher::Call call;
+  OutBuffer reply;
+  switch (server->dispatcher_.Accept(record, peer_, &call, &reply)) {
+    case Dispatcher::Route::kDrop:
+      return;
+    case Dispatcher::Route::kReply:
+      inline_replies->push_back(std::move(reply));
+      return;
+    case Dispatcher::Route::kRun:
+      break;
+  }
+  if (!(call.proc->flags & kProcMayBlock)) {
+    server->dispatcher_.Run(call, peer_, &reply);
+    inline_replies->push_back(std::move(reply));
+    return;
+  }
+  // The record buffer is reused for the next read: the worker gets its own copy.
+  auto copy = std::make_shared_for_overwrite<std::byte[]>(record.size());
+  std::memcpy(copy.get(), record.data(), record.size());
+  Dispatcher::Rebase(call, record, std::span<const std::byte>(copy.get(), record.size()));
+  {
+    std::lock_guard lock(out_mu_);
+    ++in_flight_;
+    UpdateInterestLocked();
+  }
+  server->workers_->Submit([self = shared_from_this(), call = std::move(call),
+                            copy = std::move(copy), server]() mutable {
+    OutBuffer out;
+    server->dispatcher_.Run(call, self->peer_, &out);
+    {
+      std::lock_guard lock(self->out_mu_);
+      --self->in_flight_;
+    }
+    self->Send(std::move(out));
+  });
+}
+
+void TcpServer::Connection::Send(OutBuffer reply) {
+  std::lock_guard lock(out_mu_);
+  if (closed_) return;  // the DRC still has it for a retransmission on a new connection
+  out_bytes_ += reply.total_size();
+  out_queue_.push_back(std::move(reply));
+  FlushLocked();
+}
+
+void TcpServer::Connection::FlushLocked() {
+  TcpServer* server = thread_->server();
+  std::vector<iovec> iov;
+  while (!out_queue_.empty()) {
+    iov.clear();
+    size_t skip = out_offset_;
+    for (const OutBuffer& b : out_queue_) {
+      b.GatherIovecs(skip, &iov);
+      skip = 0;
+      if (iov.size() >= 256) break;
+    }
+    ssize_t n = ::writev(fd_, iov.data(), static_cast<int>(std::min<size_t>(iov.size(), IOV_MAX)));
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EINTR) break;
+      log::Debug("{}:{}: write failed: {}", peer_.host, peer_.port, std::strerror(errno));
+      out_queue_.clear();
+      out_bytes_ = out_offset_ = 0;
+      break;  // the read side notices the broken socket and closes
+    }
+    server->counters_.bytes_out.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+    size_t left = static_cast<size_t>(n);
+    out_bytes_ -= left;
+    while (left > 0 && !out_queue_.empty()) {
+      size_t front_left = out_queue_.front().total_size() - out_offset_;
+      if (left >= front_left) {
+        left -= front_left;
+        out_offset_ = 0;
+        out_queue_.pop_front();
+      } else {
+        out_offset_ += left;
+        left = 0;
+      }
+    }
+  }
+  want_out_ = !out_queue_.empty();
+  UpdateInterestLocked();
+}
+
+bool TcpServer::Connection::ShouldPauseLocked() const {
+  const TcpServerOptions& o = thread_->server()->options_;
+  return out_bytes_ > o.max_queued_reply_bytes || in_flight_ > o.max_calls_in_flight;
+}
+
+void TcpServer::Connection::UpdateInterestLocked() {
+  if (closed_) return;
+  read_paused_ = ShouldPauseLocked();
+  uint32_t want = (read_paused_ ? 0u : uint32_t{EPOLLIN}) |
+                  (want_out_ ? uint32_t{EPOLLOUT} : 0u);
+  if (want != interest_) {
+    thread_->Modify(fd_, this, want);
+    interest_ = want;
+  }
+}
+
+bool TcpServer::Connection::Idle(Clock::time_point now, const TcpServerOptions& o,
+                                 const char** why) const {
+  std::lock_guard lock(out_mu_);
+  if (in_flight_ > 0 || !out_queue_.empty()) return false;
+  if (reader_.HasPartial() && now - last_progress_ > o.stall_timeout) {
+    *why = "stalled in the middle of a record";
+    return true;
+  }
+  if (now - last_activity_ > o.idle_timeout) {
+    *why = "idle";
+    return true;
+  }
+  return false;
+}
+
+void TcpServer::Connection::Close(const char* why) {
+  auto self = shared_from_this();
+  {
+    std::lock_guard lock(out_mu_);
+    if (closed_) return;
+    closed_ = true;
+    out_queue_.clear();
+    thread_->Remove(fd_);
+    ::shutdown(fd_, SHUT_RDWR);
+  }
+  TcpServer* server = thread_->server();
+  server->counters_.open.fetch_sub(1);
+  if (std::strcmp(why, "stalled in the middle of a record") == 0) {
+    server->counters_.closed_bad_record.fetch_add(1);
+    log::Warn("{}:{}: closing connection: {}", peer_.host, peer_.port, why);
+  } else {
+    log::Debug("{}:{}: closing connection: {}", peer_.host, peer_.port, why);
+  }
+  thread_->Forget(self);
+}
+
+// ---- TcpServer ----
+
+TcpServer::TcpServer(Dispatcher& dispatcher, TcpServerOptions options)
+    : dispatcher_(dispatcher), options_(options) {
+  if (options_.io_threads < 1) options_.io_threads = 1;
+  if (options_.worker_threads < 1) options_.worker_threads = 1;
+  for (int i = 0; i < options_.io_threads; ++i) {
+    io_threads_.push_back(std::make_unique<IoThread>(this, i));
+  }
+}
+
+TcpServer::~TcpServer() {
+  Stop();
+  for (int fd : listen_fds_) ::close(fd);
+}
+
+Result<uint16_t> TcpServer::Listen(const std::string& address, uint16_t port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICHOST | AI_PASSIVE;
+  addrinfo* res = nullptr;
+  std::string port_str = std::to_string(port);
+  if (getaddrinfo(address.empty() ? nullptr : address.c_str(), port_str.c_str(), &hints, &res) !=
+      0) {
+    return Fail(EINVAL);
+  }
+  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, freeaddrinfo);
+  int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return FailErrno();
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
+    int err = errno;
+    ::close(fd);
+    return Fail(err);
+  }
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+  uint16_t bound = ntohs(ss.ss_family == AF_INET6
+                             ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
+                             : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  listen_fds_.push_back(fd);
+  auto listener = std::make_unique<IoThread::Listener>();
+  listener->server = this;
+  listener->listen_fd = fd;
+  io_threads_[0]->Add(fd, listener.get(), EPOLLIN);
+  io_threads_[0]->listeners.push_back(std::move(listener));
+  return bound;
+}
+
+void TcpServer::Start() {
+  if (started_.exchange(true)) return;
+  workers_ = std::make_unique<WorkerPool>(options_.worker_threads);
+  for (auto& t : io_threads_) {
+    IoThread* raw = t.get();
+    t->thread_ = std::thread([raw] { raw->Run(); });
+  }
+}
+
+void TcpServer::Stop() {
+  if (!started_.load() || stopped_.exchange(true)) return;
+  // No new connections; calls already taken finish and their replies are written.
+  for (auto& l : io_threads_[0]->listeners) io_threads_[0]->Remove(l->listen_fd);
+  workers_->Drain();
+  for (auto& t : io_threads_) t->RequestStop();
+  for (auto& t : io_threads_) {
+    if (t->thread_.joinable()) t->thread_.join();
+  }
+  for (auto& t : io_threads_) t->CloseAll();
+  workers_.reset();
+}
+
+}  // namespace nfsx::rpc

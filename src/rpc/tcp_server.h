@@ -1,0 +1,79 @@
+// TcpServer: ONC RPC over TCP for a Dispatcher.
+//
+// I/O threads each run an epoll loop over their share of the connections; one
+// of them also accepts. Calls run inline on the I/O thread unless their
+// procedure may block (kProcMayBlock), in which case a worker thread runs them.
+// Replies go out in completion order, batched into one writev per wakeup.
+// Many connections, many calls in flight per connection, replies in any order.
+//
+// A connection is closed, and the server carries on, when a record exceeds the
+// maximum size, when the peer stalls mid-record, or when it stays idle.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/result.h"
+#include "rpc/dispatcher.h"
+#include "rpc/worker_pool.h"
+
+namespace nfsx::rpc {
+
+struct TcpServerOptions {
+  int io_threads = 2;
+  int worker_threads = 8;
+  size_t max_record = 4u << 20;  // largest call accepted, in bytes
+  size_t max_connections = 4096;
+  std::chrono::seconds idle_timeout{360};  // no traffic at all
+  std::chrono::seconds stall_timeout{30};  // half a record and no progress
+  size_t max_queued_reply_bytes = 64u << 20;  // per connection; stop reading beyond
+  size_t max_calls_in_flight = 512;           // per connection, offloaded calls
+};
+
+struct TcpServerCounters {
+  std::atomic<uint64_t> accepted{0};
+  std::atomic<uint64_t> open{0};
+  std::atomic<uint64_t> records{0};
+  std::atomic<uint64_t> bytes_in{0};
+  std::atomic<uint64_t> bytes_out{0};
+  std::atomic<uint64_t> closed_bad_record{0};  // too large or stalled
+};
+
+class TcpServer {
+ public:
+  TcpServer(Dispatcher& dispatcher, TcpServerOptions options);
+  ~TcpServer();
+  TcpServer(const TcpServer&) = delete;
+  TcpServer& operator=(const TcpServer&) = delete;
+
+  // Binds and listens on address:port (port 0 picks one). Returns the bound port.
+  // REQUIRES: before Start().
+  Result<uint16_t> Listen(const std::string& address, uint16_t port);
+
+  void Start();
+  // Stops accepting, lets calls already running finish and their replies go out,
+  // then closes every connection. Idempotent.
+  void Stop();
+
+  const TcpServerCounters& counters() const { return counters_; }
+
+  class IoThread;  // internal
+  class Connection;
+
+ private:
+  Dispatcher& dispatcher_;
+  TcpServerOptions options_;
+  TcpServerCounters counters_;
+  std::vector<int> listen_fds_;
+  std::unique_ptr<WorkerPool> workers_;
+  std::vector<std::unique_ptr<IoThread>> io_threads_;
+  std::atomic<bool> started_{false};
+  std::atomic<bool> stopped_{false};
+};
+
+}  // namespace nfsx::rpc

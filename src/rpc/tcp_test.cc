@@ -1,0 +1,194 @@
+// The RPC transport end to end over loopback sockets: server and client.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <latch>
+#include <thread>
+
+#include "rpc/tcp_client.h"
+#include "rpc/tcp_server.h"
+#include "rpc/test_util.h"
+
+namespace nfsx::rpc {
+namespace {
+
+constexpr uint32_t kProg = 400200, kVers = 1;
+enum : uint32_t { kNull = 0, kEcho = 1, kSleep = 2 };
+
+class TcpTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Program p{"toy", kProg, kVers, {}};
+    p.procs.emplace_back("NULL", [](CallContext&, auto&, auto&) { return accept_stat::SUCCESS; });
+    p.procs.emplace_back("ECHO", [](CallContext&, xdr::XdrDecoder& a, xdr::XdrEncoder& r) {
+      auto bytes = a.OpaqueView(1u << 24);
+      if (!a.ok()) return accept_stat::GARBAGE_ARGS;
+      r.Bytes(bytes);
+      return accept_stat::SUCCESS;
+    });
+    p.procs.emplace_back(
+        "SLEEP",
+        [](CallContext&, xdr::XdrDecoder& a, xdr::XdrEncoder& r) {
+          uint32_t ms = 0;
+          a(ms);
+          std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+          r(ms);
+          return accept_stat::SUCCESS;
+        },
+        kProcMayBlock);
+    dispatcher_.Register(std::move(p));
+    TcpServerOptions o;
+    o.max_record = 1 << 20;
+    o.stall_timeout = std::chrono::seconds(1);
+    server_ = std::make_unique<TcpServer>(dispatcher_, o);
+    auto port = server_->Listen("127.0.0.1", 0);
+    ASSERT_TRUE(port.has_value());
+    port_ = *port;
+    server_->Start();
+  }
+
+  std::unique_ptr<RpcClient> Client() {
+    auto c = RpcClient::Connect("127.0.0.1", port_);
+    EXPECT_TRUE(c.has_value());
+    return c ? std::move(*c) : nullptr;
+  }
+
+  // A raw socket, for sending bytes no well-behaved client would send.
+  int RawSocket() {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port_);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    return fd;
+  }
+
+  void ExpectServes() {
+    auto c = Client();
+    auto r = c->CallSync(kProg, kVers, kNull, {}, nullptr);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_TRUE(r->header.ok());
+  }
+
+  Dispatcher dispatcher_;
+  std::unique_ptr<TcpServer> server_;
+  uint16_t port_ = 0;
+};
+
+TEST_F(TcpTest, ManyClientsManyCallsInFlight) {
+  constexpr int kClients = 4, kCalls = 500;
+  std::atomic<int> good{0};
+  std::vector<std::thread> threads;
+  for (int c = 0; c < kClients; ++c) {
+    threads.emplace_back([&, c] {
+      auto client = Client();
+      std::latch done(kCalls);
+      for (int i = 0; i < kCalls; ++i) {
+        std::vector<std::byte> payload(1 + (i * 37) % 3000, std::byte(c * 16 + i % 16));
+        client->Call(
+            kProg, kVers, kEcho, {}, [&](xdr::XdrEncoder& e) { e.Bytes(payload); },
+            [&, payload](Result<RpcReply> r) {
+              if (r && r->header.ok()) {
+                xdr::XdrDecoder d(r->results);
+                auto back = d.OpaqueView(1 << 20);
+                if (d.ok() && std::equal(back.begin(), back.end(), payload.begin(), payload.end()))
+                  good.fetch_add(1);
+              }
+              done.count_down();
+            });
+      }
+      done.wait();
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(good.load(), kClients * kCalls);
+}
+
+TEST_F(TcpTest, RepliesComeBackInCompletionOrder) {
+  auto client = Client();
+  std::mutex mu;
+  std::vector<uint32_t> order;
+  std::latch done(2);
+  auto record = [&](uint32_t tag) {
+    return [&, tag](Result<RpcReply> r) {
+      EXPECT_TRUE(r.has_value());
+      std::lock_guard lock(mu);
+      order.push_back(tag);
+      done.count_down();
+    };
+  };
+  client->Call(kProg, kVers, kSleep, {}, [](auto& e) { e(uint32_t{300}); }, record(1));
+  client->Call(kProg, kVers, kNull, {}, nullptr, record(2));
+  done.wait();
+  EXPECT_EQ(order, (std::vector<uint32_t>{2, 1}));
+}
+
+TEST_F(TcpTest, OversizedRecordClosesOnlyThatConnection) {
+  int fd = RawSocket();
+  uint32_t mark = htonl(kLastFragment | (2u << 20));
+  ASSERT_EQ(write(fd, &mark, 4), 4);
+  char buf[16];
+  EXPECT_EQ(read(fd, buf, sizeof(buf)), 0);  // server closed it
+  close(fd);
+  ExpectServes();
+  EXPECT_EQ(server_->counters().closed_bad_record.load(), 1u);
+}
+
+TEST_F(TcpTest, GarbageRecordIsDroppedAndConnectionKeepsWorking) {
+  int fd = RawSocket();
+  // A record of 8 junk bytes, then a valid NULL call on the same connection.
+  std::vector<std::byte> stream(12);
+  xdr::StoreBe32(stream.data(), kLastFragment | 8);
+  xdr::StoreBe32(stream.data() + 4, 0xabad1dea);
+  xdr::StoreBe32(stream.data() + 8, 1);  // msg_type REPLY: not a call
+  auto call = testing::CallBytes(42, kProg, kVers, kNull);
+  std::byte mark[4];
+  xdr::StoreBe32(mark, kLastFragment | static_cast<uint32_t>(call.size()));
+  stream.insert(stream.end(), mark, mark + 4);
+  stream.insert(stream.end(), call.begin(), call.end());
+  ASSERT_EQ(write(fd, stream.data(), stream.size()), static_cast<ssize_t>(stream.size()));
+  std::byte reply[64];
+  ssize_t n = read(fd, reply, sizeof(reply));
+  ASSERT_GT(n, 8);
+  EXPECT_EQ(xdr::LoadBe32(reply + 4), 42u);  // the xid of the valid call
+  close(fd);
+}
+
+TEST_F(TcpTest, StalledHalfRecordIsClosedWhileOthersAreServed) {
+  int fd = RawSocket();
+  uint32_t mark = htonl(kLastFragment | 100);
+  ASSERT_EQ(write(fd, &mark, 4), 4);
+  ASSERT_EQ(write(fd, "half", 4), 4);
+  ExpectServes();
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  char buf[16];
+  EXPECT_EQ(read(fd, buf, sizeof(buf)), 0);  // closed after the stall timeout
+  close(fd);
+}
+
+TEST_F(TcpTest, ClientFailsCallsWhenServerGoesAwayWithoutReconnect) {
+  RpcClientOptions o;
+  o.reconnect = false;
+  auto c = RpcClient::Connect("127.0.0.1", port_, o);
+  ASSERT_TRUE(c.has_value());
+  std::latch done(1);
+  int err = 0;
+  (*c)->Call(kProg, kVers, kSleep, {}, [](auto& e) { e(uint32_t{2000}); },
+             [&](Result<RpcReply> r) {
+               err = r ? 0 : r.error().code;
+               done.count_down();
+             });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  server_->Stop();  // waits for the sleeping call and answers it
+  done.wait();
+  EXPECT_EQ(err, 0);
+}
+
+}  // namespace
+}  // namespace nfsx::rpc
