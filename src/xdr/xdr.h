@@ -68,6 +68,7 @@ struct BoundedString {
 
 class XdrDecoder {
  public:
+  static constexpr bool kDecoding = true;
   explicit XdrDecoder(std::span<const std::byte> in) : p_(in.data()), end_(in.data() + in.size()) {}
 
   bool ok() const { return ok_; }
@@ -185,7 +186,10 @@ class XdrDecoder {
 
 class XdrEncoder {
  public:
+  static constexpr bool kDecoding = false;
   explicit XdrEncoder(OutBuffer* out) : out_(out) {}
+  // An invalid union discriminant: only decoding can meet one.
+  void Fail() {}
 
   OutBuffer& buffer() { return *out_; }
 
