@@ -1,0 +1,1 @@
+#include "vfs/fault_fs.h"

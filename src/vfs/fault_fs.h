@@ -1,0 +1,2 @@
+// FaultInjectingFs: a Filesystem decorator that makes chosen operations fail.
+#pragma once
