@@ -56,15 +56,25 @@ struct ProcStats {
   uint64_t PercentileMicros(double fraction) const;
 };
 
+// Looks at a call's raw arguments and says whether this call may block
+// (for procedures whose cost depends on an argument, like WRITE's stability).
+using BlocksFn = bool (*)(std::span<const std::byte> args);
+
 struct Procedure {
   std::string name;
   ProcFn fn;
   uint32_t flags = kProcInline;
+  BlocksFn blocks = nullptr;
   mutable ProcStats stats;
 
-  Procedure(std::string n, ProcFn f, uint32_t fl = kProcInline)
-      : name(std::move(n)), fn(std::move(f)), flags(fl) {}
-  Procedure(Procedure&& o) noexcept : name(std::move(o.name)), fn(std::move(o.fn)), flags(o.flags) {}
+  Procedure(std::string n, ProcFn f, uint32_t fl = kProcInline, BlocksFn b = nullptr)
+      : name(std::move(n)), fn(std::move(f)), flags(fl), blocks(b) {}
+  Procedure(Procedure&& o) noexcept
+      : name(std::move(o.name)), fn(std::move(o.fn)), flags(o.flags), blocks(o.blocks) {}
+
+  bool MayBlock(std::span<const std::byte> args) const {
+    return (flags & kProcMayBlock) || (blocks && blocks(args));
+  }
 };
 
 struct Program {

@@ -333,7 +333,7 @@ void TcpServer::Connection::HandleRecord(std::span<std::byte> record,
     case Dispatcher::Route::kRun:
       break;
   }
-  if (!(call.proc->flags & kProcMayBlock)) {
+  if (!call.proc->MayBlock(call.args)) {
     server->dispatcher_.Run(call, peer_, &reply);
     inline_replies->push_back(std::move(reply));
     return;

@@ -1,0 +1,54 @@
+// Who a caller is on an export, and what they may do to a file.
+//
+// The one place where AUTH_SYS credentials meet file modes. Both the ACCESS
+// procedure and the real operations ask the same functions, so what ACCESS
+// promises is what the operation allows.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "rpc/message.h"
+#include "vfs/vfs.h"
+
+namespace nfsx::server {
+
+struct ExportOptions;
+
+// The caller after squashing.
+struct Identity {
+  uint32_t uid = 65534;
+  uint32_t gid = 65534;
+  uint32_t ngroups = 0;
+  std::array<uint32_t, rpc::kMaxAuthSysGroups> groups{};
+
+  bool is_root() const { return uid == 0; }
+  bool InGroup(uint32_t g) const;
+};
+
+// AUTH_NONE and squashed callers become anonuid/anongid.
+Identity IdentityFor(const rpc::Credential& cred, const ExportOptions& options);
+
+enum Permission : uint32_t { kRead = 4, kWrite = 2, kExec = 1 };
+
+// POSIX permission check of `want` (a mask of Permission) against attr's mode.
+// Root may read and write anything and execute anything with some x bit set
+// (or any directory).
+bool Permits(const Identity& who, const vfs::Attr& attr, uint32_t want);
+
+// NFS servers let a file's owner read and write it whatever its mode: a client
+// that opened a file before chmod 0444 may still write through that open file,
+// and only the client knows about the open (knfsd's OWNER_OVERRIDE).
+bool PermitsData(const Identity& who, const vfs::Attr& attr, uint32_t want);
+
+// Removing `victim` from `dir`: write+search on dir, and the sticky-bit rule.
+bool MayUnlink(const Identity& who, const vfs::Attr& dir, const vfs::Attr& victim);
+
+// The ACCESS3 bits granted, out of `requested`.
+uint32_t AccessBits(const Identity& who, const vfs::Attr& attr, uint32_t requested,
+                    bool read_only_export);
+
+// errno for a SETATTR the caller may not perform, or 0.
+int CheckSetAttr(const Identity& who, const vfs::Attr& attr, const vfs::SetAttr& change);
+
+}  // namespace nfsx::server

@@ -1,0 +1,177 @@
+#include "server/core.h"
+
+#include "base/logging.h"
+#include "proto/nfsstat.h"
+
+namespace nfsx::server {
+
+using namespace nfs3;
+
+Core::Core(const HandleKey& key, const ExportTable* table, CoreOptions options)
+    : options_(options),
+      table_(table),
+      codec_(key),
+      open_files_(&verifiers_, options.open_files),
+      files_(options.file_table_capacity) {}
+
+Core::~Core() {
+  for (auto& e : exports_) e->root.reset();
+  open_files_.CloseAll();
+}
+
+Result<void> Core::AddExport(const Export& config, std::unique_ptr<vfs::Filesystem> fs) {
+  auto rt = std::make_unique<ExportRuntime>();
+  rt->config = &config;
+  rt->id = config.export_id;
+  rt->fs = std::move(fs);
+  rt->root = Intern(*rt, rt->fs->Root());
+  if (!rt->root) return Fail(EOVERFLOW);
+  exports_.push_back(std::move(rt));
+  return {};
+}
+
+ExportRuntime* Core::FindExport(uint16_t id) {
+  for (auto& e : exports_) {
+    if (e->id == id) return e.get();
+  }
+  return nullptr;
+}
+
+FileStatePtr Core::Intern(ExportRuntime& exp, vfs::NodePtr node) {
+  std::array<std::byte, vfs::kMaxBackendHandle> raw;
+  size_t n = exp.fs->EncodeHandle(*node, raw);
+  if (n == 0 || n > raw.size()) return nullptr;
+  nfs_fh3 fh = codec_.Make(exp.id, std::span<const std::byte>(raw.data(), n));
+  std::string_view key(reinterpret_cast<const char*>(fh.data.data()), fh.size);
+  if (auto hit = files_.Find(key)) return hit;
+  return files_.Insert(std::make_shared<FileState>(&exp, std::move(node), fh));
+}
+
+std::expected<Caller, nfsstat3> Core::CallerFor(ExportRuntime& exp, const rpc::CallContext& ctx) {
+  const ExportOptions* opts =
+      exp.config ? table_->Match(*exp.config, reinterpret_cast<const sockaddr*>(&ctx.peer.addr))
+                 : nullptr;
+  if (!opts) return std::unexpected(NFS3ERR_ACCES);
+  if (opts->secure && ctx.peer.port >= 1024) {
+    log::Debug("{}:{}: refused: export requires a privileged source port", ctx.peer.host,
+               ctx.peer.port);
+    return std::unexpected(NFS3ERR_PERM);
+  }
+  return Caller{&exp, opts, IdentityFor(ctx.header.cred, *opts)};
+}
+
+std::expected<Resolved, nfsstat3> Core::Resolve(const nfs_fh3& fh, const rpc::CallContext& ctx) {
+  std::string_view key(reinterpret_cast<const char*>(fh.data.data()), fh.size);
+  FileStatePtr file = files_.Find(key);
+  if (!file) {
+    DecodedHandle decoded;
+    if (codec_.Parse(fh.view(), &decoded) != HandleCodec::Check::kOk) {
+      log::Debug("{}: bad file handle ({} bytes)", ctx.peer.host, fh.size);
+      return std::unexpected(NFS3ERR_BADHANDLE);
+    }
+    ExportRuntime* exp = FindExport(decoded.export_id);
+    if (!exp) return std::unexpected(NFS3ERR_STALE);  // an export that is gone
+    auto node = exp->fs->DecodeHandle(decoded.backend);
+    if (!node) {
+      return std::unexpected(node.error().code == EBADF ? NFS3ERR_BADHANDLE : NFS3ERR_STALE);
+    }
+    file = files_.Insert(std::make_shared<FileState>(exp, std::move(*node), fh));
+  }
+  auto caller = CallerFor(file->exp(), ctx);
+  if (!caller) return std::unexpected(caller.error());
+  return Resolved{std::move(file), *caller};
+}
+
+Result<vfs::Attr> Core::Attr(FileState& file, uint8_t changes) {
+  auto attr = file.exp().fs->GetAttr(file.node());
+  if (!attr) return attr;
+  if (attr->nlink == 0) return Fail(ESTALE);  // removed; kept alive only by our reference
+  file.times().Present(*attr, changes);
+  return attr;
+}
+
+fattr3 Core::ToFattr3(const vfs::Attr& a, const ExportRuntime& exp) const {
+  fattr3 f;
+  f.type = static_cast<ftype3>(a.type);
+  f.mode = a.mode & 07777;
+  f.nlink = a.nlink;
+  f.uid = a.uid;
+  f.gid = a.gid;
+  f.size = a.size;
+  f.used = a.used;
+  f.rdev = {a.rdev_major, a.rdev_minor};
+  f.fsid = exp.fs->fsid();
+  f.fileid = a.fileid;
+  auto t = [](const vfs::Timespec& ts) {
+    return nfstime3{static_cast<uint32_t>(ts.sec), ts.nsec};
+  };
+  f.atime = t(a.atime);
+  f.mtime = t(a.mtime);
+  f.ctime = t(a.ctime);
+  return f;
+}
+
+post_op_attr Core::PostOpAttr(FileState& file, uint8_t changes) {
+  auto attr = Attr(file, changes);
+  if (!attr) return std::nullopt;
+  return ToFattr3(*attr, file.exp());
+}
+
+pre_op_attr Core::PreOpAttr(const Result<vfs::Attr>& attr) {
+  if (!attr) return std::nullopt;
+  return ToWccAttr(*attr);
+}
+
+Result<void> Core::SyncMetadata(const FileStatePtr& file) {
+  switch (file->node().type()) {
+    case vfs::FileType::kDirectory:
+      return file->exp().fs->SyncDir(file->node());
+    case vfs::FileType::kRegular: {
+      auto open = open_files_.Get(file, false);
+      if (!open) return std::unexpected(open.error());
+      return (*open)->Sync(false);
+    }
+    default:
+      return {};  // symlinks and devices: their directory's sync covers them
+  }
+}
+
+wcc_attr ToWccAttr(const vfs::Attr& a) {
+  return wcc_attr{a.size, {static_cast<uint32_t>(a.mtime.sec), a.mtime.nsec},
+                  {static_cast<uint32_t>(a.ctime.sec), a.ctime.nsec}};
+}
+
+nfsstat3 StatusOf(const Error& e) { return NfsStatFromErrno(e.code); }
+
+nfsstat3 CheckName(const std::string& name) {
+  if (name.size() > 255) return NFS3ERR_NAMETOOLONG;
+  if (!vfs::ValidName(name)) return NFS3ERR_ACCES;  // as knfsd: "/" or "." or ".." or empty
+  return NFS3_OK;
+}
+
+vfs::SetAttr FromSattr3(const sattr3& s) {
+  vfs::SetAttr v;
+  v.mode = s.mode;
+  v.uid = s.uid;
+  v.gid = s.gid;
+  v.size = s.size;
+  auto how = [](const set_time& t, vfs::SetAttr::Time* out, vfs::Timespec* ts) {
+    switch (t.set_it) {
+      case DONT_CHANGE:
+        *out = vfs::SetAttr::Time::kKeep;
+        break;
+      case SET_TO_SERVER_TIME:
+        *out = vfs::SetAttr::Time::kServerNow;
+        break;
+      case SET_TO_CLIENT_TIME:
+        *out = vfs::SetAttr::Time::kGiven;
+        *ts = {t.time.seconds, t.time.nseconds};
+        break;
+    }
+  };
+  how(s.atime, &v.atime_how, &v.atime);
+  how(s.mtime, &v.mtime_how, &v.mtime);
+  return v;
+}
+
+}  // namespace nfsx::server

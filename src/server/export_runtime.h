@@ -1,0 +1,20 @@
+// An export while the server runs: its configuration and its open filesystem.
+#pragma once
+
+#include <memory>
+
+#include "server/file_state.h"
+#include "vfs/vfs.h"
+
+namespace nfsx::server {
+
+struct Export;
+
+struct ExportRuntime {
+  const Export* config = nullptr;  // owned by the server's ExportTable
+  uint16_t id = 0;
+  std::unique_ptr<vfs::Filesystem> fs;
+  FileStatePtr root;  // pinned: never evicted
+};
+
+}  // namespace nfsx::server

@@ -1,0 +1,71 @@
+#include "base/logging.h"
+#include "server/nfs3/procedures.h"
+
+namespace nfsx::server::nfs3proc {
+namespace {
+
+// Decodes ARGS, runs the procedure, encodes RES. Arguments that do not decode
+// are GARBAGE_ARGS (the dispatcher's business, not the procedure's).
+template <class Args, class Res>
+rpc::ProcFn Adapt(Core& core, Res (*fn)(Core&, const Args&, const Ctx&)) {
+  return [&core, fn](rpc::CallContext& ctx, xdr::XdrDecoder& d, xdr::XdrEncoder& e) {
+    Args args;
+    d(args);
+    if (!d.ok()) return rpc::accept_stat::GARBAGE_ARGS;
+    e(fn(core, args, ctx));
+    return rpc::accept_stat::SUCCESS;
+  };
+}
+
+// WRITE3args: file handle, offset, count, then stable_how.
+bool StableWrite(std::span<const std::byte> args) {
+  xdr::XdrDecoder d(args);
+  nfs_fh3 fh;
+  uint64_t offset;
+  uint32_t count, stable;
+  d(fh);
+  d(offset);
+  d(count);
+  d(stable);
+  return d.ok() && stable != static_cast<uint32_t>(UNSTABLE);
+}
+
+}  // namespace
+
+rpc::Program MakeNfs3Program(Core& core) {
+  using rpc::kProcMayBlock;
+  using rpc::kProcNonIdempotent;
+  // Procedures that may wait on the disk (fsync of data or of a directory under
+  // the `sync` export option) run on worker threads; the rest run inline.
+  constexpr uint32_t kModifies = kProcNonIdempotent | kProcMayBlock;
+  rpc::Program p{"nfs", NFS_PROGRAM, NFS_V3, {}};
+  auto& v = p.procs;
+  v.emplace_back("null", [](rpc::CallContext&, xdr::XdrDecoder&, xdr::XdrEncoder&) {
+    return rpc::accept_stat::SUCCESS;
+  });
+  v.emplace_back("getattr", Adapt(core, &Getattr));
+  v.emplace_back("setattr", Adapt(core, &Setattr), kModifies);
+  v.emplace_back("lookup", Adapt(core, &Lookup));
+  v.emplace_back("access", Adapt(core, &Access));
+  v.emplace_back("readlink", Adapt(core, &Readlink));
+  v.emplace_back("read", Adapt(core, &Read));
+  // UNSTABLE writes only reach the page cache and run inline; stable ones sync.
+  v.emplace_back("write", Adapt(core, &Write), kProcNonIdempotent, &StableWrite);
+  v.emplace_back("create", Adapt(core, &Create), kModifies);
+  v.emplace_back("mkdir", Adapt(core, &Mkdir), kModifies);
+  v.emplace_back("symlink", Adapt(core, &Symlink), kModifies);
+  v.emplace_back("mknod", Adapt(core, &Mknod), kModifies);
+  v.emplace_back("remove", Adapt(core, &Remove), kModifies);
+  v.emplace_back("rmdir", Adapt(core, &Rmdir), kModifies);
+  v.emplace_back("rename", Adapt(core, &Rename), kModifies);
+  v.emplace_back("link", Adapt(core, &Link), kModifies);
+  v.emplace_back("readdir", Adapt(core, &Readdir));
+  v.emplace_back("readdirplus", Adapt(core, &Readdirplus));
+  v.emplace_back("fsstat", Adapt(core, &Fsstat));
+  v.emplace_back("fsinfo", Adapt(core, &Fsinfo));
+  v.emplace_back("pathconf", Adapt(core, &Pathconf));
+  v.emplace_back("commit", Adapt(core, &Commit), kProcMayBlock);
+  return p;
+}
+
+}  // namespace nfsx::server::nfs3proc

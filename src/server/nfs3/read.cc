@@ -1,0 +1,54 @@
+// RFC 1813 §3.3.6 READ.
+#include "server/nfs3/procedures.h"
+
+namespace nfsx::server::nfs3proc {
+
+READ3res Read(Core& core, const READ3args& args, const Ctx& ctx) {
+  READ3res res;
+  auto r = core.Resolve(args.file, ctx);
+  if (!r) {
+    res.status = r.error();
+    return res;
+  }
+  const FileStatePtr& file = r->file;
+  auto attr = core.Attr(*file);
+  if (!attr) {
+    res.status = StatusOf(attr.error());
+    return res;
+  }
+  // The attributes from before the read serve as post_op_attr: a READ changes
+  // nothing a client caches (we open with O_NOATIME), and it saves a stat.
+  res.resfail.obj_attributes = core.ToFattr3(*attr, file->exp());
+  if (attr->type != vfs::FileType::kRegular) {
+    res.status = attr->type == vfs::FileType::kDirectory ? NFS3ERR_ISDIR : NFS3ERR_INVAL;
+    return res;
+  }
+  if (!PermitsData(r->caller.who, *attr, kRead)) {
+    res.status = NFS3ERR_ACCES;
+    return res;
+  }
+  uint64_t want = std::min<uint64_t>(args.count, core.options().rtmax);
+  if (args.offset < attr->size) want = std::min<uint64_t>(want, attr->size - args.offset);
+  size_t got = 0;
+  if (args.offset < attr->size && want > 0) {
+    auto open = core.open_files().Get(file, false);
+    if (!open) {
+      res.status = StatusOf(open.error());
+      return res;
+    }
+    auto buf = std::make_shared_for_overwrite<std::byte[]>(want);
+    auto n = (*open)->Read(args.offset, std::span<std::byte>(buf.get(), want));
+    if (!n) {
+      res.status = StatusOf(n.error());
+      return res;
+    }
+    got = *n;
+    res.resok.data = xdr::Opaque{std::span<const std::byte>(buf.get(), got), buf};
+  }
+  res.resok.file_attributes = res.resfail.obj_attributes;
+  res.resok.count = static_cast<uint32_t>(got);
+  res.resok.eof = args.offset + got >= attr->size;
+  return res;
+}
+
+}  // namespace nfsx::server::nfs3proc

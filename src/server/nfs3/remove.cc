@@ -1,0 +1,85 @@
+// RFC 1813 §3.3.12 REMOVE, §3.3.13 RMDIR, §3.3.15 LINK.
+#include "server/nfs3/dir_op.h"
+
+namespace nfsx::server::nfs3proc {
+namespace {
+
+// Forgets a file that no longer exists, and closes our descriptors so that its
+// space is freed now rather than when the open-file cache gets round to it.
+void ForgetIfGone(Core& core, const FileStatePtr& victim) {
+  if (!victim) return;
+  auto attr = core.Attr(*victim);
+  if (attr) return;  // other names remain
+  core.open_files().Release(*victim);
+  core.files().Erase(victim->key());
+}
+
+REMOVE3res Unlink(Core& core, const REMOVE3args& args, const Ctx& ctx, bool rmdir) {
+  REMOVE3res res;
+  const std::string& name = args.object.name.value;
+  DirOp op(core, args.object.dir, name, ctx);
+  auto fail = [&](nfsstat3 status, bool changed = false) {
+    res.status = status;
+    res.resfail.wcc = op.Wcc(changed);
+    return res;
+  };
+  if (op.status() != NFS3_OK) return fail(op.status());
+  auto node = op.fs().Lookup(op.dir().node(), name);
+  if (!node) return fail(StatusOf(node.error()));
+  auto attr = op.fs().GetAttr(**node);
+  if (!attr) return fail(StatusOf(attr.error()));
+  bool is_dir = attr->type == vfs::FileType::kDirectory;
+  if (rmdir && !is_dir) return fail(NFS3ERR_NOTDIR);
+  if (!rmdir && is_dir) return fail(NFS3ERR_ISDIR);
+  if (!MayUnlink(op.caller().who, op.dir_attr(), *attr)) return fail(NFS3ERR_ACCES);
+  FileStatePtr victim = core.Intern(op.exp(), std::move(*node));
+  auto done = rmdir ? op.fs().Rmdir(op.dir().node(), name) : op.fs().Remove(op.dir().node(), name);
+  if (!done) return fail(StatusOf(done.error()));
+  ForgetIfGone(core, victim);
+  if (nfsstat3 st = op.Sync(); st != NFS3_OK) return fail(st, true);
+  res.resok.wcc = op.Wcc(true);
+  return res;
+}
+
+}  // namespace
+
+REMOVE3res Remove(Core& core, const REMOVE3args& args, const Ctx& ctx) {
+  return Unlink(core, args, ctx, false);
+}
+
+RMDIR3res Rmdir(Core& core, const RMDIR3args& args, const Ctx& ctx) {
+  return Unlink(core, args, ctx, true);
+}
+
+LINK3res Link(Core& core, const LINK3args& args, const Ctx& ctx) {
+  LINK3res res;
+  auto target = core.Resolve(args.file, ctx);
+  if (!target) {
+    res.status = target.error();
+    return res;
+  }
+  DirOp op(core, args.link.dir, args.link.name.value, ctx);
+  auto fail = [&](nfsstat3 status) {
+    res.status = status;
+    res.resfail.file_attributes = core.PostOpAttr(*target->file);
+    res.resfail.linkdir_wcc = op.Wcc(false);
+    return res;
+  };
+  if (op.status() != NFS3_OK) return fail(op.status());
+  if (&target->file->exp() != &op.exp()) return fail(NFS3ERR_XDEV);
+  auto attr = core.Attr(*target->file);
+  if (!attr) return fail(StatusOf(attr.error()));
+  if (attr->type == vfs::FileType::kDirectory) return fail(NFS3ERR_ISDIR);
+  auto done = op.fs().Link(target->file->node(), op.dir().node(), args.link.name.value);
+  if (!done) return fail(StatusOf(done.error()));
+  if (nfsstat3 st = op.Sync(); st != NFS3_OK) {
+    res.status = st;
+    res.resfail.linkdir_wcc = op.Wcc(true);
+    return res;
+  }
+  res.resok.file_attributes = core.PostOpAttr(*target->file, TimeOverlay::kCtime);
+  res.resok.linkdir_wcc = op.Wcc(true);
+  return res;
+}
+
+}  // namespace nfsx::server::nfs3proc
