@@ -19,7 +19,7 @@ inline constexpr uint32_t NFS3_FHSIZE = 64;
 inline constexpr uint32_t NFS3_COOKIEVERFSIZE = 8;
 inline constexpr uint32_t NFS3_CREATEVERFSIZE = 8;
 inline constexpr uint32_t NFS3_WRITEVERFSIZE = 8;
-inline constexpr uint32_t kMaxNameLen = 255;    // filename3: our NAME_MAX
+inline constexpr uint32_t kMaxNameLen = 4096;   // filename3 decode bound; NAME_MAX (255) is checked by the server
 inline constexpr uint32_t kMaxPathLen = 4096;   // nfspath3: our PATH_MAX
 // Bounds for lists a reply may carry, against hostile servers.
 inline constexpr uint32_t kMaxDirEntries = 1u << 20;

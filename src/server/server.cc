@@ -44,7 +44,14 @@ Result<std::unique_ptr<Server>> Server::Create(ExportTable exports, ServerOption
   s->core_ = std::make_unique<Core>(*key, &s->exports_, s->options_.core);
   for (const Export& e : s->exports_.exports()) {
     std::unique_ptr<vfs::Filesystem> fs;
-    if (s->options_.backend == Backend::kMemory) {
+    if (s->options_.make_fs) {
+      auto made = s->options_.make_fs(e);
+      if (!made) {
+        *error = fmt::format("export {}: {}", e.path, std::strerror(made.error().code));
+        return std::unexpected(made.error());
+      }
+      fs = std::move(*made);
+    } else if (s->options_.backend == Backend::kMemory) {
       fs = vfs::MakeMemoryFs();
     } else {
       auto local = vfs::MakeLocalFs(e.path);

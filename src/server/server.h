@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -28,6 +29,9 @@ struct ServerOptions {
   uint16_t portmap_port = 111;
   std::string state_dir;  // required: holds the file handle key
   Backend backend = Backend::kLocal;
+  // When set, makes each export's filesystem instead of `backend` (tests wrap
+  // backends in fault injectors this way).
+  std::function<Result<std::unique_ptr<vfs::Filesystem>>(const Export&)> make_fs;
   rpc::TcpServerOptions transport;
   CoreOptions core;
 };

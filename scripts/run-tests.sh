@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# make test: the whole suite. Each stage prints a header; the first failure stops the run.
+#   1. ctest in the main build: unit, integration and interop tests (libnfs-utils, Ganesha)
+#   2. ASan+UBSan build of the unit and integration tests
+#   3. TSan build of the threaded tests
+#   4. libFuzzer targets, a bounded time each (NFSX_FUZZ_SECONDS, default 20)
+set -euo pipefail
+BUILD=${1:-build}
+cd "$(dirname "$0")/.."
+JOBS=$(nproc)
+
+stage() { printf '\n==== %s ====\n' "$*"; }
+
+stage "unit, integration and interop tests ($BUILD)"
+ctest --test-dir "$BUILD" --output-on-failure -j "$JOBS" --timeout 600
+
+SAN_TARGETS=(base_test xdr_test rpc_test proto_test memory_fs_test local_fs_test server_test)
+stage "ASan+UBSan"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DNFSX_SANITIZE=address \
+  -DNFSX_BUILD_APPS=OFF >/dev/null
+ninja -C build-asan -j "$JOBS" "${SAN_TARGETS[@]}"
+ctest --test-dir build-asan --output-on-failure -j "$JOBS" --timeout 900
+
+stage "TSan"
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNFSX_SANITIZE=thread \
+  -DNFSX_BUILD_APPS=OFF >/dev/null
+ninja -C build-tsan -j "$JOBS" "${SAN_TARGETS[@]}"
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+  ctest --test-dir build-tsan --output-on-failure -j "$JOBS" --timeout 900
+
+stage "fuzzing"
+fuzz/run.sh "${NFSX_FUZZ_SECONDS:-20}"
+
+stage "all tests passed"

@@ -1,0 +1,111 @@
+// Export rules as clients meet them: ro, squashing, who may mount, secure ports.
+#include <sys/stat.h>
+
+#include "server/testing/server_fixture.h"
+
+namespace nfsx::server::testing {
+namespace {
+
+class ExportRulesTest : public ServerTest {
+ protected:
+  void SetUp() override {}  // each test starts the server with its own exports
+};
+
+TEST_P(ExportRulesTest, ReadOnlyExportRefusesEveryChange) {
+  StartServer("$DIR 127.0.0.1(ro,insecure,no_root_squash)");
+  EXPECT_EQ(CreateIn(root_, "x").status, NFS3ERR_ROFS);
+  MKDIR3args md;
+  md.where = {root_, {"d"}};
+  EXPECT_EQ(Call<MKDIR3res>(nfsproc3::MKDIR, md).status, NFS3ERR_ROFS);
+  SETATTR3args sa;
+  sa.object = root_;
+  sa.new_attributes.mode = 0700;
+  cred_ = rpc::testing::SysCred(0, 0);
+  EXPECT_EQ(Call<SETATTR3res>(nfsproc3::SETATTR, sa).status, NFS3ERR_ROFS);
+  auto acc = Call<ACCESS3res>(nfsproc3::ACCESS, ACCESS3args{root_, 0x3f});
+  ASSERT_EQ(acc.status, NFS3_OK);
+  EXPECT_EQ(acc.resok.access & (ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE), 0u);
+  EXPECT_NE(acc.resok.access & ACCESS3_READ, 0u);
+  EXPECT_EQ(Call<GETATTR3res>(nfsproc3::GETATTR, GETATTR3args{root_}).status, NFS3_OK);
+}
+
+TEST_P(ExportRulesTest, RootIsSquashedByDefault) {
+  StartServer("$DIR 127.0.0.1(rw,insecure)");
+  cred_ = rpc::testing::SysCred(0, 0);
+  // Squashed root cannot chmod the root-owned export root...
+  SETATTR3args sa;
+  sa.object = root_;
+  sa.new_attributes.mode = 0777;
+  EXPECT_EQ(Call<SETATTR3res>(nfsproc3::SETATTR, sa).status, NFS3ERR_PERM);
+  fattr3 root_attr = AttrOf(root_);
+  ASSERT_EQ(root_attr.uid, 0u);
+  ASSERT_EQ(root_attr.mode & 0002, 0u);
+  auto acc = Call<ACCESS3res>(nfsproc3::ACCESS, ACCESS3args{root_, ACCESS3_MODIFY});
+  EXPECT_EQ(acc.resok.access, 0u);
+  EXPECT_EQ(CreateIn(root_, "x").status, NFS3ERR_ACCES);
+}
+
+TEST_P(ExportRulesTest, AllSquashMapsEveryoneToAnon) {
+  if (GetParam() == BackendKind::kMemory) {
+    GTEST_SKIP() << "needs a world-writable export root, which only the local backend can make";
+  }
+  StartServer("$DIR 127.0.0.1(rw,insecure,all_squash,anonuid=4242,anongid=4343)");
+  ASSERT_EQ(chmod(harness_->dir().c_str(), 0777), 0);
+  cred_ = rpc::testing::SysCred(1000, 1000);
+  auto r = CreateIn(root_, "anon");
+  ASSERT_EQ(r.status, NFS3_OK);
+  EXPECT_EQ(r.resok.obj_attributes->uid, 4242u);
+  EXPECT_EQ(r.resok.obj_attributes->gid, 4343u);
+}
+
+TEST_P(ExportRulesTest, SquashedRootCreatesAsAnonInAWritableDir) {
+  if (GetParam() == BackendKind::kMemory) {
+    GTEST_SKIP() << "needs a world-writable export root, which only the local backend can make";
+  }
+  StartServer("$DIR 127.0.0.1(rw,insecure,root_squash,anonuid=777,anongid=778)");
+  ASSERT_EQ(chmod(harness_->dir().c_str(), 0777), 0);
+  cred_ = rpc::testing::SysCred(0, 0);
+  auto r = CreateIn(root_, "from-root");
+  ASSERT_EQ(r.status, NFS3_OK);
+  EXPECT_EQ(r.resok.obj_attributes->uid, 777u);
+  EXPECT_EQ(r.resok.obj_attributes->gid, 778u);
+}
+
+TEST_P(ExportRulesTest, ClientOutsideTheAllowedSetIsRefusedAtMount) {
+  harness_ = std::make_unique<ServerHarness>(GetParam(), "$DIR 192.0.2.0/24(rw,insecure)");
+  harness_->Start();
+  mnt_ = harness_->Connect(harness_->server().mount_port());
+  auto m = Mount(harness_->dir());
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->fhs_status, mount3::MNT3ERR_ACCES);
+}
+
+TEST_P(ExportRulesTest, SecureExportNeedsAPrivilegedPort) {
+  harness_ = std::make_unique<ServerHarness>(GetParam(), "$DIR 127.0.0.1(rw,secure)");
+  harness_->Start();
+  mnt_ = harness_->Connect(harness_->server().mount_port());
+  auto m = Mount(harness_->dir());
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->fhs_status, mount3::MNT3ERR_ACCES);
+  if (geteuid() != 0) GTEST_SKIP() << "binding a port below 1024 needs root";
+  rpc::RpcClientOptions o;
+  o.privileged_port = true;
+  mnt_ = harness_->Connect(harness_->server().mount_port(), o);
+  m = Mount(harness_->dir());
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->fhs_status, mount3::MNT3_OK);
+  // The handle is refused on an unprivileged connection too.
+  nfs_ = harness_->Connect(harness_->server().nfs_port());
+  EXPECT_EQ(Call<GETATTR3res>(nfsproc3::GETATTR, GETATTR3args{m->mountinfo.fhandle}).status,
+            NFS3ERR_PERM);
+  nfs_ = harness_->Connect(harness_->server().nfs_port(), o);
+  EXPECT_EQ(Call<GETATTR3res>(nfsproc3::GETATTR, GETATTR3args{m->mountinfo.fhandle}).status,
+            NFS3_OK);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ExportRulesTest,
+                         ::testing::Values(BackendKind::kMemory, BackendKind::kLocal),
+                         BackendName);
+
+}  // namespace
+}  // namespace nfsx::server::testing
