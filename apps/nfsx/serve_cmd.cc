@@ -32,6 +32,7 @@ struct ServeArgs {
   size_t max_record = 4u << 20;
   uint32_t max_io = 1u << 20;
   int stats_interval = 0;
+  std::string ports_file;
 };
 
 std::string DefaultStateDir() {
@@ -121,6 +122,16 @@ int RunServe(const ServeArgs& a) {
     fmt::print(stderr, "nfsx serve: cannot listen: {}\n", error);
     return 1;
   }
+  if (!a.ports_file.empty()) {
+    // Written after binding, renamed into place: a script polling for it sees all or nothing.
+    std::string tmp = a.ports_file + ".tmp";
+    if (FILE* f = std::fopen(tmp.c_str(), "w")) {
+      fmt::print(f, "{} {} {}\n", (*server)->nfs_port(), (*server)->mount_port(),
+                 (*server)->portmap_port());
+      std::fclose(f);
+      std::rename(tmp.c_str(), a.ports_file.c_str());
+    }
+  }
   PrintHowToMount(**server, a);
   for (;;) {
     int sig = 0;
@@ -183,6 +194,9 @@ Runner AddServe(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-io", a->max_io, "rtmax/wtmax advertised in FSINFO, in bytes")
       ->capture_default_str();
+  cmd->add_option("--ports-file", a->ports_file,
+                  "Once listening, write \"NFS_PORT MOUNT_PORT PORTMAP_PORT\" to this file "
+                  "(for scripts using port 0)");
   cmd->add_option("--stats-interval", a->stats_interval,
                   "Print per-procedure statistics every N seconds (0: only at exit)")
       ->capture_default_str();
