@@ -4,7 +4,6 @@
 // honour (netgroups, gss/ clients, Kerberos flavours, uuid fsids) is rejected rather than
 // skipped, so a file never quietly grants something other than what it says. Deliberate
 // differences from Linux:
-//   - A client without options gets read-write access (Linux defaults to ro).
 //   - `client (opts)`, with a space, is an error. Linux applies "(opts)" to every host,
 //     which is almost never what the writer meant.
 //   - Hostname rules match only a name the caller has already resolved (see Match()).
@@ -34,7 +33,7 @@ enum class Squash {
 };
 
 struct ExportOptions {
-  bool read_only = false;         // ro / rw
+  bool read_only = true;          // ro (the default, as Linux) / rw
   Squash squash = Squash::kRoot;  // root_squash, no_root_squash, all_squash, no_all_squash
   uint32_t anonuid = 65534;
   uint32_t anongid = 65534;

@@ -94,7 +94,7 @@ TEST(ExportConfigTest, ExampleLine) {
 
 TEST(ExportConfigTest, DefaultOptions) {
   ExportOptions o = MustParse("/x host1").exports()[0].clients[0].options;
-  EXPECT_FALSE(o.read_only);
+  EXPECT_TRUE(o.read_only);  // as Linux: rw must be asked for
   EXPECT_EQ(o.squash, Squash::kRoot);
   EXPECT_EQ(o.anonuid, 65534u);
   EXPECT_EQ(o.anongid, 65534u);
@@ -189,9 +189,9 @@ TEST(ExportConfigTest, LineDefaultOptions) {
   EXPECT_EQ(anyone.options.squash, Squash::kAll);
 
   // They belong to their line only.
-  ExportTable two = MustParse("/a -ro host1\n/b host1\n");
-  EXPECT_TRUE(two.exports().at(0).clients[0].options.read_only);
-  EXPECT_FALSE(two.exports().at(1).clients[0].options.read_only);
+  ExportTable two = MustParse("/a -rw host1\n/b host1\n");
+  EXPECT_FALSE(two.exports().at(0).clients[0].options.read_only);
+  EXPECT_TRUE(two.exports().at(1).clients[0].options.read_only);
 }
 
 TEST(ExportConfigTest, ContinuationLines) {

@@ -128,8 +128,9 @@ MKDIR3res Mkdir(Core& core, const MKDIR3args& args, const Ctx& ctx) {
   DirOp op(core, args.where.dir, args.where.name.value, ctx);
   if (op.status() != NFS3_OK) return Refuse(op);
   vfs::SetAttr attrs = FromSattr3(args.attributes);
-  auto node = op.fs().Mkdir(op.dir().node(), args.where.name.value,
-                            attrs.mode.value_or(0755) & 07777, op.NewOwner());
+  uint32_t mode = attrs.mode.value_or(0755) & 07777;
+  if (op.dir_attr().mode & 02000) mode |= 02000;  // a setgid directory's subdirectories inherit it
+  auto node = op.fs().Mkdir(op.dir().node(), args.where.name.value, mode, op.NewOwner());
   return Finish(op, std::move(node), attrs, true);
 }
 
