@@ -1,1 +1,308 @@
 #include "vfs/fault_fs.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <mutex>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace nfsx::vfs {
+
+class FaultInjectingFs::Injector {
+ public:
+  void Arm(FaultOp op, int error, std::optional<uint64_t> fileid, uint64_t count) {
+    if (count == 0) return;
+    std::lock_guard lock(mu_);
+    rules_.push_back(Rule{op, error, fileid, count});
+    Counted(op, fileid.has_value(), +1);
+  }
+
+  void Clear() {
+    std::lock_guard lock(mu_);
+    for (const Rule& r : rules_) Counted(r.op, r.fileid.has_value(), -1);
+    rules_.clear();
+  }
+
+  // Counts a call; true when some fault for `op` is armed and Fire() must be asked.
+  bool Begin(FaultOp op) {
+    calls_[Index(op)].fetch_add(1, std::memory_order_relaxed);
+    return armed_[Index(op)].load(std::memory_order_relaxed) > 0;
+  }
+
+  // Whether Fire() needs the fileids of the call (finding them costs a GetAttr).
+  bool WantsFileIds(FaultOp op) const {
+    return by_file_[Index(op)].load(std::memory_order_relaxed) > 0;
+  }
+
+  // The first armed rule (in arming order) that matches consumes one count and fails the call.
+  std::optional<int> Fire(FaultOp op, std::span<const uint64_t> fileids) {
+    std::lock_guard lock(mu_);
+    for (auto it = rules_.begin(); it != rules_.end(); ++it) {
+      if (it->op != op) continue;
+      if (it->fileid && std::find(fileids.begin(), fileids.end(), *it->fileid) == fileids.end()) {
+        continue;
+      }
+      const int error = it->error;
+      if (it->remaining != kEveryCall && --it->remaining == 0) {
+        Counted(op, it->fileid.has_value(), -1);
+        rules_.erase(it);
+      }
+      injected_.fetch_add(1, std::memory_order_relaxed);
+      return error;
+    }
+    return std::nullopt;
+  }
+
+  uint64_t calls(FaultOp op) const { return calls_[Index(op)].load(std::memory_order_relaxed); }
+  uint64_t injected() const { return injected_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Rule {
+    FaultOp op;
+    int error;
+    std::optional<uint64_t> fileid;  // any file when empty
+    uint64_t remaining;              // kEveryCall: never runs out
+  };
+
+  static size_t Index(FaultOp op) { return static_cast<size_t>(op); }
+
+  // Requires mu_.
+  void Counted(FaultOp op, bool by_file, int delta) {
+    auto adjust = [delta](std::atomic<uint32_t>& n) {
+      if (delta > 0) {
+        n.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        n.fetch_sub(1, std::memory_order_relaxed);
+      }
+    };
+    adjust(armed_[Index(op)]);
+    if (by_file) adjust(by_file_[Index(op)]);
+  }
+
+  std::mutex mu_;
+  std::vector<Rule> rules_;  // guarded by mu_
+  // Per operation: armed rules, and those of them limited to a file. Written under mu_, read
+  // without it so that unarmed operations never touch the mutex.
+  std::array<std::atomic<uint32_t>, kNumFaultOps> armed_{};
+  std::array<std::atomic<uint32_t>, kNumFaultOps> by_file_{};
+  std::array<std::atomic<uint64_t>, kNumFaultOps> calls_{};
+  std::atomic<uint64_t> injected_{0};
+};
+
+namespace {
+
+class FaultOpenFile final : public OpenFile {
+ public:
+  FaultOpenFile(std::unique_ptr<OpenFile> base, std::shared_ptr<FaultInjectingFs::Injector> inj)
+      : base_(std::move(base)), injector_(std::move(inj)) {}
+
+  Result<size_t> Read(uint64_t offset, std::span<std::byte> out) override {
+    if (auto error = Check(FaultOp::kRead)) return Fail(*error);
+    return base_->Read(offset, out);
+  }
+
+  Result<size_t> Write(uint64_t offset, std::span<const std::byte> data) override {
+    if (auto error = Check(FaultOp::kWrite)) return Fail(*error);
+    return base_->Write(offset, data);
+  }
+
+  Result<void> Sync(bool data_only) override {
+    if (auto error = Check(FaultOp::kSync)) return Fail(*error);
+    return base_->Sync(data_only);
+  }
+
+  Result<Attr> GetAttr() override {
+    if (auto error = Check(FaultOp::kGetAttr)) return Fail(*error);
+    return base_->GetAttr();
+  }
+
+  Result<void> Close() override {
+    const std::optional<int> error = Check(FaultOp::kClose);
+    Result<void> closed = base_->Close();
+    if (error) return Fail(*error);
+    return closed;
+  }
+
+  bool writable() const override { return base_->writable(); }
+
+ private:
+  std::optional<int> Check(FaultOp op) {
+    if (!injector_->Begin(op)) return std::nullopt;
+    if (!injector_->WantsFileIds(op)) return injector_->Fire(op, {});
+    // Looked up only once a per-file fault exists, so plain use costs no extra GetAttr.
+    uint64_t id = fileid_.load(std::memory_order_relaxed);
+    if (id == 0) {
+      if (Result<Attr> attr = base_->GetAttr()) {
+        id = attr->fileid;
+        fileid_.store(id, std::memory_order_relaxed);
+      }
+    }
+    if (id == 0) return injector_->Fire(op, {});
+    return injector_->Fire(op, std::span<const uint64_t>(&id, 1));
+  }
+
+  const std::unique_ptr<OpenFile> base_;
+  const std::shared_ptr<FaultInjectingFs::Injector> injector_;
+  std::atomic<uint64_t> fileid_{0};  // 0 until needed
+};
+
+}  // namespace
+
+FaultInjectingFs::FaultInjectingFs(std::unique_ptr<Filesystem> base)
+    : owned_(std::move(base)), base_(owned_.get()), injector_(std::make_shared<Injector>()) {}
+
+FaultInjectingFs::FaultInjectingFs(Filesystem& base)
+    : base_(&base), injector_(std::make_shared<Injector>()) {}
+
+FaultInjectingFs::~FaultInjectingFs() = default;
+
+void FaultInjectingFs::FailNext(FaultOp op, int error, uint64_t count) {
+  injector_->Arm(op, error, std::nullopt, count);
+}
+
+void FaultInjectingFs::FailOnFile(FaultOp op, uint64_t fileid, int error, uint64_t count) {
+  injector_->Arm(op, error, fileid, count);
+}
+
+void FaultInjectingFs::ClearFaults() { injector_->Clear(); }
+
+uint64_t FaultInjectingFs::calls(FaultOp op) const { return injector_->calls(op); }
+
+uint64_t FaultInjectingFs::faults_injected() const { return injector_->injected(); }
+
+std::optional<int> FaultInjectingFs::Check(FaultOp op, std::initializer_list<Node*> nodes) {
+  if (!injector_->Begin(op)) return std::nullopt;
+  std::array<uint64_t, 2> ids{};
+  size_t n = 0;
+  if (injector_->WantsFileIds(op)) {
+    for (Node* node : nodes) {
+      if (node == nullptr || n == ids.size()) continue;
+      if (Result<Attr> attr = base_->GetAttr(*node)) ids[n++] = attr->fileid;
+    }
+  }
+  return injector_->Fire(op, std::span<const uint64_t>(ids.data(), n));
+}
+
+NodePtr FaultInjectingFs::Root() { return base_->Root(); }
+
+uint64_t FaultInjectingFs::fsid() const { return base_->fsid(); }
+
+bool FaultInjectingFs::persistent() const { return base_->persistent(); }
+
+size_t FaultInjectingFs::EncodeHandle(const Node& node,
+                                      std::span<std::byte, kMaxBackendHandle> out) {
+  return base_->EncodeHandle(node, out);
+}
+
+Result<NodePtr> FaultInjectingFs::DecodeHandle(std::span<const std::byte> handle) {
+  constexpr FaultOp kOp = FaultOp::kDecodeHandle;
+  if (!injector_->Begin(kOp)) return base_->DecodeHandle(handle);
+  // Decoding has no side effects, so it may run before deciding: a per-file fault needs the
+  // decoded file to match against.
+  Result<NodePtr> node = base_->DecodeHandle(handle);
+  uint64_t id = 0;
+  if (node && injector_->WantsFileIds(kOp)) {
+    if (Result<Attr> attr = base_->GetAttr(**node)) id = attr->fileid;
+  }
+  const auto ids = id != 0 ? std::span<const uint64_t>(&id, 1) : std::span<const uint64_t>();
+  if (std::optional<int> error = injector_->Fire(kOp, ids)) return Fail(*error);
+  return node;
+}
+
+Result<Attr> FaultInjectingFs::GetAttr(Node& node) {
+  if (auto error = Check(FaultOp::kGetAttr, {&node})) return Fail(*error);
+  return base_->GetAttr(node);
+}
+
+Result<void> FaultInjectingFs::SetAttr(Node& node, const vfs::SetAttr& attr) {
+  if (auto error = Check(FaultOp::kSetAttr, {&node})) return Fail(*error);
+  return base_->SetAttr(node, attr);
+}
+
+Result<NodePtr> FaultInjectingFs::Lookup(Node& dir, std::string_view name) {
+  if (auto error = Check(FaultOp::kLookup, {&dir})) return Fail(*error);
+  return base_->Lookup(dir, name);
+}
+
+Result<NodePtr> FaultInjectingFs::Parent(Node& dir) {
+  if (auto error = Check(FaultOp::kParent, {&dir})) return Fail(*error);
+  return base_->Parent(dir);
+}
+
+Result<std::string> FaultInjectingFs::ReadLink(Node& node) {
+  if (auto error = Check(FaultOp::kReadLink, {&node})) return Fail(*error);
+  return base_->ReadLink(node);
+}
+
+Result<std::unique_ptr<OpenFile>> FaultInjectingFs::Open(Node& node, bool writable) {
+  if (auto error = Check(FaultOp::kOpen, {&node})) return Fail(*error);
+  Result<std::unique_ptr<OpenFile>> file = base_->Open(node, writable);
+  if (!file) return file;
+  return std::make_unique<FaultOpenFile>(std::move(*file), injector_);
+}
+
+Result<NodePtr> FaultInjectingFs::Create(Node& dir, std::string_view name, uint32_t mode,
+                                         Owner owner, bool exclusive) {
+  if (auto error = Check(FaultOp::kCreate, {&dir})) return Fail(*error);
+  return base_->Create(dir, name, mode, owner, exclusive);
+}
+
+Result<NodePtr> FaultInjectingFs::Mkdir(Node& dir, std::string_view name, uint32_t mode,
+                                        Owner owner) {
+  if (auto error = Check(FaultOp::kMkdir, {&dir})) return Fail(*error);
+  return base_->Mkdir(dir, name, mode, owner);
+}
+
+Result<NodePtr> FaultInjectingFs::Symlink(Node& dir, std::string_view name, std::string_view target,
+                                          Owner owner) {
+  if (auto error = Check(FaultOp::kSymlink, {&dir})) return Fail(*error);
+  return base_->Symlink(dir, name, target, owner);
+}
+
+Result<NodePtr> FaultInjectingFs::Mknod(Node& dir, std::string_view name, FileType type,
+                                        uint32_t mode, uint32_t major, uint32_t minor,
+                                        Owner owner) {
+  if (auto error = Check(FaultOp::kMknod, {&dir})) return Fail(*error);
+  return base_->Mknod(dir, name, type, mode, major, minor, owner);
+}
+
+Result<void> FaultInjectingFs::Remove(Node& dir, std::string_view name) {
+  if (auto error = Check(FaultOp::kRemove, {&dir})) return Fail(*error);
+  return base_->Remove(dir, name);
+}
+
+Result<void> FaultInjectingFs::Rmdir(Node& dir, std::string_view name) {
+  if (auto error = Check(FaultOp::kRmdir, {&dir})) return Fail(*error);
+  return base_->Rmdir(dir, name);
+}
+
+Result<void> FaultInjectingFs::Rename(Node& from_dir, std::string_view from_name, Node& to_dir,
+                                      std::string_view to_name) {
+  if (auto error = Check(FaultOp::kRename, {&from_dir, &to_dir})) return Fail(*error);
+  return base_->Rename(from_dir, from_name, to_dir, to_name);
+}
+
+Result<void> FaultInjectingFs::Link(Node& file, Node& dir, std::string_view name) {
+  if (auto error = Check(FaultOp::kLink, {&file, &dir})) return Fail(*error);
+  return base_->Link(file, dir, name);
+}
+
+Result<bool> FaultInjectingFs::ReadDir(Node& dir, uint64_t cookie,
+                                       const std::function<bool(const DirEntry&)>& emit) {
+  if (auto error = Check(FaultOp::kReadDir, {&dir})) return Fail(*error);
+  return base_->ReadDir(dir, cookie, emit);
+}
+
+Result<FsStat> FaultInjectingFs::StatFs(Node& node) {
+  if (auto error = Check(FaultOp::kStatFs, {&node})) return Fail(*error);
+  return base_->StatFs(node);
+}
+
+Result<void> FaultInjectingFs::SyncDir(Node& dir) {
+  if (auto error = Check(FaultOp::kSyncDir, {&dir})) return Fail(*error);
+  return base_->SyncDir(dir);
+}
+
+}  // namespace nfsx::vfs
