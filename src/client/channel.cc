@@ -1,0 +1,56 @@
+#include "client/channel.h"
+
+#include <fmt/format.h>
+
+namespace nfsx::client {
+
+Result<std::unique_ptr<Channel>> Channel::Open(const std::string& host, uint16_t port,
+                                               int nconnect, rpc::RpcClientOptions options,
+                                               rpc::Credential cred) {
+  std::vector<std::unique_ptr<rpc::RpcClient>> conns;
+  for (int i = 0; i < std::max(1, nconnect); ++i) {
+    auto c = rpc::RpcClient::Connect(host, port, options);
+    if (!c) return std::unexpected(c.error());
+    conns.push_back(std::move(*c));
+  }
+  return std::unique_ptr<Channel>(new Channel(std::move(conns), std::move(cred)));
+}
+
+WireStats Channel::stats() const {
+  WireStats s;
+  for (size_t i = 0; i < calls_.size(); ++i) {
+    s.nfs_calls[i] = calls_[i].load(std::memory_order_relaxed);
+    s.rpc_calls += s.nfs_calls[i];
+  }
+  for (const auto& c : conns_) {
+    s.retransmits += c->counters().retransmits.load();
+    s.reconnects += c->counters().reconnects.load();
+  }
+  s.write_bytes = write_bytes_.load();
+  s.read_bytes = read_bytes_.load();
+  s.resent_bytes = resent_bytes_.load();
+  s.invalidations = invalidations_.load();
+  return s;
+}
+
+std::string FormatNfsstat(const WireStats& s) {
+  // The layout of Linux `nfsstat -c`: rows of six 13-column fields.
+  std::string out = "Client rpc stats:\n";
+  out += fmt::format("{:<11}{:<11}{:<11}\n", "calls", "retrans", "authrefrsh");
+  out += fmt::format("{:<11}{:<11}{:<11}\n\n", s.rpc_calls, s.retransmits, 0);
+  out += "Client nfs v3:\n";
+  uint64_t total = 0;
+  for (uint64_t c : s.nfs_calls) total += c;
+  for (int row = 0; row < nfs3::kNumProcs; row += 6) {
+    std::string names, values;
+    for (int i = row; i < std::min(row + 6, nfs3::kNumProcs); ++i) {
+      names += fmt::format("{:<13}", nfs3::ProcName(static_cast<uint32_t>(i)));
+      uint64_t pct = total ? (s.nfs_calls[i] * 100 + total / 2) / total : 0;
+      values += fmt::format("{:<10}{:<3}", s.nfs_calls[i], fmt::format("{}%", pct));
+    }
+    out += names + "\n" + values + "\n";
+  }
+  return out;
+}
+
+}  // namespace nfsx::client

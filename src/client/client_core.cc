@@ -1,0 +1,337 @@
+// ClientCore: mounting, the inode table, attributes and the consistency tracker.
+#include "client/client_core.h"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "base/logging.h"
+#include "proto/mount3_types.h"
+#include "proto/nfsstat.h"
+#include "proto/portmap_types.h"
+
+namespace nfsx::client {
+
+using namespace nfs3;
+
+namespace {
+
+// Asks the server's port mapper for a program's TCP port.
+Result<uint16_t> GetPort(const std::string& host, uint32_t prog, uint32_t vers) {
+  auto pm = rpc::RpcClient::Connect(host, portmap::PMAP_PORT, {std::chrono::milliseconds(5000), 1});
+  if (!pm) return std::unexpected(pm.error());
+  portmap::mapping m{prog, vers, portmap::IPPROTO_TCP_, 0};
+  auto port = CallSync<uint32_t>(**pm, portmap::PMAP_PROGRAM, portmap::PMAP_VERS, 3, {}, m);
+  if (!port) return std::unexpected(port.error());
+  if (*port == 0 || *port > 65535) return Fail(EPROTONOSUPPORT);
+  return static_cast<uint16_t>(*port);
+}
+
+std::vector<std::string> Split(std::string_view path) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string_view::npos) j = path.size();
+    if (j > i) out.emplace_back(path.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
+}
+
+rpc::Credential MakeCredential(const ClientOptions& o) {
+  rpc::Credential c;
+  c.flavor = rpc::auth_flavor::AUTH_SYS;
+  char host[256] = "nfsx";
+  gethostname(host, sizeof(host) - 1);
+  c.machinename = host;
+  c.uid = o.uid != UINT32_MAX ? o.uid : getuid();
+  c.gid = o.gid != UINT32_MAX ? o.gid : getgid();
+  std::vector<uint32_t> groups = o.groups;
+  if (groups.empty() && o.uid == UINT32_MAX) {
+    gid_t list[rpc::kMaxAuthSysGroups];
+    int n = getgroups(static_cast<int>(rpc::kMaxAuthSysGroups), list);
+    for (int i = 0; i < n; ++i) groups.push_back(list[i]);
+  }
+  c.ngids = static_cast<uint32_t>(std::min<size_t>(groups.size(), rpc::kMaxAuthSysGroups));
+  for (uint32_t i = 0; i < c.ngids; ++i) c.gids[i] = groups[i];
+  return c;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ClientCore>> ClientCore::Mount(const NfsUrl& url, std::string* rest,
+                                                      std::string* error) {
+  std::unique_ptr<ClientCore> core(new ClientCore());
+  core->options_ = url.options;
+  ClientOptions& o = core->options_;
+  if (o.noac) o.acregmin = o.acregmax = o.acdirmin = o.acdirmax = 0;
+  core->budget_ = std::make_unique<CacheBudget>(o.cache_bytes);
+  rpc::Credential cred = MakeCredential(o);
+  rpc::RpcClientOptions ro;
+  ro.timeout = o.timeout;
+  ro.max_retransmits = o.retrans;
+  ro.privileged_port = o.privileged_port;
+  ro.max_record = (size_t{16} << 20) + 4096;
+
+  auto port_of = [&](uint16_t given, uint32_t prog, uint32_t vers, uint16_t fallback) {
+    if (given) return given;
+    auto asked = GetPort(url.host, prog, vers);
+    return asked ? *asked : fallback;
+  };
+  uint16_t mount_port = port_of(o.mount_port, mount3::MOUNT_PROGRAM, mount3::MOUNT_V3, 20048);
+  uint16_t nfs_port = port_of(o.nfs_port, NFS_PROGRAM, NFS_V3, 2049);
+
+  // MOUNT: the longest prefix of the path that the server agrees to mount.
+  auto mnt = rpc::RpcClient::Connect(url.host, mount_port, ro);
+  if (!mnt) {
+    if (error) *error = fmt::format("cannot reach MOUNT at {}:{}: {}", url.host, mount_port,
+                                    ErrorString(mnt.error()));
+    return std::unexpected(mnt.error());
+  }
+  std::vector<std::string> parts = Split(url.path);
+  std::optional<nfs_fh3> root;
+  mount3::mountstat3 last = mount3::MNT3ERR_NOENT;
+  size_t used = parts.size();
+  for (;; --used) {
+    std::string path = "/";
+    for (size_t i = 0; i < used; ++i) path += (i ? "/" : "") + parts[i];
+    mount3::dirpath dp{path};
+    auto r = CallSync<mount3::mountres3>(**mnt, mount3::MOUNT_PROGRAM, mount3::MOUNT_V3, 1, cred,
+                                         dp);
+    if (!r) {
+      if (error) *error = fmt::format("MNT {}: {}", path, ErrorString(r.error()));
+      return std::unexpected(r.error());
+    }
+    if (r->fhs_status == mount3::MNT3_OK) {
+      root = r->mountinfo.fhandle;
+      break;
+    }
+    last = r->fhs_status;
+    if (last == mount3::MNT3ERR_ACCES || last == mount3::MNT3ERR_PERM || used == 0) break;
+  }
+  if (!root) {
+    int err = ErrnoFromNfsStat(static_cast<nfsstat3>(last));
+    if (error) *error = fmt::format("server {} refused to mount {}: {}", url.host, url.path,
+                                    ErrorString(Error{err}));
+    return Fail(err);
+  }
+  rest->clear();
+  for (size_t i = used; i < parts.size(); ++i) *rest += (rest->empty() ? "" : "/") + parts[i];
+
+  auto channel = Channel::Open(url.host, nfs_port, o.nconnect, ro, cred);
+  if (!channel) {
+    if (error) *error = fmt::format("cannot reach NFS at {}:{}: {}", url.host, nfs_port,
+                                    ErrorString(channel.error()));
+    return std::unexpected(channel.error());
+  }
+  core->channel_ = std::move(*channel);
+  auto info = core->channel_->CallSync<FSINFO3res>(nfsproc3::FSINFO, FSINFO3args{*root});
+  if (!info || info->status != NFS3_OK) {
+    int err = !info ? info.error().code : ErrnoFromNfsStat(info->status);
+    if (error) *error = fmt::format("FSINFO: {}", ErrorString(Error{err}));
+    return Fail(err);
+  }
+  auto pick = [](uint32_t asked, uint32_t pref, uint32_t max) {
+    uint32_t v = asked ? asked : (pref ? pref : max);
+    if (max) v = std::min(v, max);
+    v = std::min<uint32_t>(v, 16u << 20);
+    return std::max<uint32_t>(4096, v / 4096 * 4096);
+  };
+  core->rsize_ = pick(o.rsize, info->resok.rtpref, info->resok.rtmax);
+  core->wsize_ = pick(o.wsize, info->resok.wtpref, info->resok.wtmax);
+  auto attr = core->channel_->CallSync<GETATTR3res>(nfsproc3::GETATTR, GETATTR3args{*root});
+  if (!attr || attr->status != NFS3_OK) {
+    int err = !attr ? attr.error().code : ErrnoFromNfsStat(attr->status);
+    if (error) *error = fmt::format("GETATTR of the export root: {}", ErrorString(Error{err}));
+    return Fail(err);
+  }
+  core->root_ = core->Intern(*root, attr->resok.obj_attributes);
+  for (int i = 0; i < 2; ++i) core->bg_threads_.emplace_back([c = core.get()] { c->BackgroundLoop(); });
+  return core;
+}
+
+ClientCore::~ClientCore() {
+  {
+    std::lock_guard lock(bg_mu_);
+    bg_stop_ = true;
+  }
+  bg_cv_.notify_all();
+  for (auto& t : bg_threads_) t.join();
+}
+
+InodePtr ClientCore::Intern(const nfs_fh3& fh, const fattr3& attr) {
+  std::string key(reinterpret_cast<const char*>(fh.data.data()), fh.size);
+  InodePtr ino;
+  bool fresh = false;
+  {
+    std::lock_guard lock(inodes_mu_);
+    auto& slot = inodes_[key];
+    if (!slot) {
+      slot = std::make_shared<Inode>(fh, attr, budget_.get());
+      fresh = true;
+    }
+    ino = slot;
+  }
+  if (fresh) {
+    std::lock_guard lock(ino->mu);
+    double lo = attr.type == NF3DIR ? options_.acdirmin : options_.acregmin;
+    double hi = attr.type == NF3DIR ? options_.acdirmax : options_.acregmax;
+    ino->RefreshTimer(true, lo, hi, SteadyNowNs());
+  } else {
+    // Attributes from a LOOKUP or READDIRPLUS: an observation like any other.
+    auto token = BeginCall(ino, ConsistencyTracker::Kind::kObserve);
+    EndCall(ino, token, std::nullopt, attr);
+  }
+  return ino;
+}
+
+Stat ClientCore::ToStat(const fattr3& f) {
+  Stat s;
+  s.type = static_cast<FileType>(f.type);
+  s.mode = f.mode & 07777;
+  s.nlink = f.nlink;
+  s.uid = f.uid;
+  s.gid = f.gid;
+  s.size = f.size;
+  s.used = f.used;
+  s.rdev_major = f.rdev.specdata1;
+  s.rdev_minor = f.rdev.specdata2;
+  s.fsid = f.fsid;
+  s.fileid = f.fileid;
+  s.atime = {f.atime.seconds, f.atime.nseconds};
+  s.mtime = {f.mtime.seconds, f.mtime.nseconds};
+  s.ctime = {f.ctime.seconds, f.ctime.nseconds};
+  return s;
+}
+
+ConsistencyTracker::Token ClientCore::BeginCall(const InodePtr& ino, ConsistencyTracker::Kind kind) {
+  std::lock_guard lock(ino->mu);
+  return ino->tracker.Begin(kind);
+}
+
+void ClientCore::EndCall(const InodePtr& ino, const ConsistencyTracker::Token& token,
+                         const pre_op_attr& pre, const post_op_attr& post) {
+  ConsistencyTracker::Verdict v;
+  {
+    std::lock_guard lock(ino->mu);
+    nfstime3 before = ino->tracker.attr().ctime;
+    v = ino->tracker.End(token, pre, post);
+    if (post) {
+      bool changed = ino->tracker.attr().ctime != before;
+      bool dir = ino->type() == NF3DIR;
+      ino->RefreshTimer(changed, dir ? options_.acdirmin : options_.acregmin,
+                        dir ? options_.acdirmax : options_.acregmax, SteadyNowNs());
+      ino->ClearInvalid(kInvalidAttr);
+      if (changed) ino->access.clear();
+    }
+  }
+  if (v == ConsistencyTracker::Verdict::kForeignChange) InvalidateData(ino);
+}
+
+void ClientCore::EndDirCall(const InodePtr& dir, const ConsistencyTracker::Token& token,
+                            const wcc_data& wcc) {
+  EndCall(dir, token, wcc.before, wcc.after);
+}
+
+void ClientCore::InvalidateData(const InodePtr& ino) {
+  log::Debug("client: file {} changed on the server: dropping its cached data", ino->fileid());
+  ino->SetInvalid(kInvalidData | kInvalidAccess);
+  ino->data_gen.fetch_add(1);
+  channel_->AddInvalidation();
+  if (on_invalidate_) on_invalidate_(ino);
+}
+
+Result<void> ClientCore::Revalidate(const InodePtr& ino) {
+  auto token = BeginCall(ino, ConsistencyTracker::Kind::kObserve);
+  auto r = channel_->CallSync<GETATTR3res>(nfsproc3::GETATTR, GETATTR3args{ino->fh()});
+  if (!r) {
+    EndCall(ino, token, std::nullopt, std::nullopt);
+    return std::unexpected(r.error());
+  }
+  if (r->status != NFS3_OK) {
+    EndCall(ino, token, std::nullopt, std::nullopt);
+    return Fail(ErrnoFromNfsStat(r->status));
+  }
+  EndCall(ino, token, std::nullopt, r->resok.obj_attributes);
+  return {};
+}
+
+Result<Stat> ClientCore::GetAttr(const InodePtr& ino, bool force) {
+  if (force || !ino->AttrFresh(SteadyNowNs())) {
+    if (auto r = Revalidate(ino); !r) return std::unexpected(r.error());
+  }
+  Stat s;
+  {
+    std::lock_guard lock(ino->mu);
+    s = ToStat(ino->tracker.attr());
+  }
+  if (ino->type() == NF3REG) s.size = ino->Size();
+  return s;
+}
+
+Result<uint32_t> ClientCore::Access(const InodePtr& ino, uint32_t mask) {
+  uint32_t uid = channel_->cred().uid;
+  if (ino->AttrFresh(SteadyNowNs()) && !(ino->validity() & kInvalidAccess)) {
+    std::lock_guard lock(ino->mu);
+    auto it = ino->access.find(uid);
+    if (it != ino->access.end()) return it->second & mask;
+  }
+  constexpr uint32_t kAll = ACCESS3_READ | ACCESS3_LOOKUP | ACCESS3_MODIFY | ACCESS3_EXTEND |
+                            ACCESS3_DELETE | ACCESS3_EXECUTE;
+  auto token = BeginCall(ino, ConsistencyTracker::Kind::kObserve);
+  auto r = channel_->CallSync<ACCESS3res>(nfsproc3::ACCESS, ACCESS3args{ino->fh(), kAll});
+  if (!r || r->status != NFS3_OK) {
+    EndCall(ino, token, std::nullopt, std::nullopt);
+    return Fail(!r ? r.error().code : ErrnoFromNfsStat(r->status));
+  }
+  EndCall(ino, token, std::nullopt, r->resok.obj_attributes);
+  std::lock_guard lock(ino->mu);
+  ino->access[uid] = r->resok.access;
+  if (ino->validity() & kInvalidAccess) ino->ClearInvalid(kInvalidAccess);
+  return r->resok.access & mask;
+}
+
+Result<Stat> ClientCore::SetAttr(const InodePtr& ino, const SetAttrs& a) {
+  if (a.size) {
+    if (auto t = Truncate(ino, *a.size); !t) return std::unexpected(t.error());
+  }
+  sattr3 s;
+  s.mode = a.mode;
+  s.uid = a.uid;
+  s.gid = a.gid;
+  auto time = [](SetAttrs::Time how, const Timestamp& t) {
+    set_time st;
+    if (how == SetAttrs::Time::kNow) st.set_it = SET_TO_SERVER_TIME;
+    if (how == SetAttrs::Time::kGiven) {
+      st.set_it = SET_TO_CLIENT_TIME;
+      st.time = {static_cast<uint32_t>(t.sec), t.nsec};
+    }
+    return st;
+  };
+  s.atime = time(a.atime_how, a.atime);
+  s.mtime = time(a.mtime_how, a.mtime);
+  bool any = s.mode || s.uid || s.gid || s.atime.set_it != DONT_CHANGE ||
+             s.mtime.set_it != DONT_CHANGE;
+  if (any) {
+    // Times set by the client must not be overtaken by our own unsent writes.
+    if (s.mtime.set_it != DONT_CHANGE) {
+      if (auto f = Flush(ino, false); !f) return std::unexpected(f.error());
+    }
+    auto token = BeginCall(ino, ConsistencyTracker::Kind::kModify);
+    SETATTR3args args{ino->fh(), s, std::nullopt};
+    auto r = channel_->CallSync<SETATTR3res>(nfsproc3::SETATTR, args);
+    if (!r) {
+      EndCall(ino, token, std::nullopt, std::nullopt);
+      return std::unexpected(r.error());
+    }
+    const wcc_data& wcc = r->status == NFS3_OK ? r->resok.obj_wcc : r->resfail.obj_wcc;
+    EndCall(ino, token, wcc.before, wcc.after);
+    if (r->status != NFS3_OK) return Fail(ErrnoFromNfsStat(r->status));
+    std::lock_guard lock(ino->mu);
+    ino->access.clear();
+  }
+  return GetAttr(ino);
+}
+
+}  // namespace nfsx::client

@@ -1,0 +1,157 @@
+// ClientCore: the inode-level engine of the client. The path-based public API
+// (client_impl.cc) and the FUSE mount both sit on it.
+//
+// Every call that carries attributes of a file goes through the file's
+// ConsistencyTracker, so the client never drops its cache because of its own
+// writes and still notices other clients' changes. Data goes through the page
+// cache and write-back (UNSTABLE WRITEs, many in flight, then COMMIT with the
+// verifier of every WRITE checked), except O_DIRECT and O_APPEND writes, which
+// bypass the cache.
+//
+// Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "client/channel.h"
+#include "client/inode.h"
+#include "client/url.h"
+#include "nfsx/client.h"
+
+namespace nfsx::client {
+
+// Per open file: sequential read detection for read-ahead.
+struct ReadAhead {
+  std::atomic<uint64_t> next_offset{0};
+  std::atomic<uint64_t> window{0};
+  std::atomic<uint64_t> prefetched_until{0};
+};
+
+enum class WriteMode : uint8_t { kBuffered, kSync, kDirect };
+
+class ClientCore {
+ public:
+  // Connects and mounts: the longest prefix of url.path the server exports;
+  // *rest gets the remainder (to resolve with LOOKUPs).
+  static Result<std::unique_ptr<ClientCore>> Mount(const NfsUrl& url, std::string* rest,
+                                                   std::string* error);
+  ~ClientCore();
+
+  const InodePtr& root() const { return root_; }
+  const ClientOptions& options() const { return options_; }
+  uint32_t rsize() const { return rsize_; }
+  uint32_t wsize() const { return wsize_; }
+  Channel& channel() { return *channel_; }
+  WireStats stats() const { return channel_->stats(); }
+
+  // Called when the client drops a file's cached data because somebody else
+  // changed it (the FUSE mount tells the kernel). May run on any thread.
+  void set_on_invalidate(std::function<void(const InodePtr&)> f) { on_invalidate_ = std::move(f); }
+
+  // ---- attributes ----
+  // Attributes as the application sees them (size includes unflushed writes).
+  // Revalidates with GETATTR when the attribute cache expired or `force`.
+  Result<Stat> GetAttr(const InodePtr& ino, bool force = false);
+  Result<Stat> SetAttr(const InodePtr& ino, const SetAttrs& attrs);
+  // ACCESS3 bits granted of `mask` (cached per uid while attributes hold).
+  Result<uint32_t> Access(const InodePtr& ino, uint32_t mask);
+  // Close-to-open: a fresh GETATTR; drops cached data if someone else changed it.
+  Result<void> Revalidate(const InodePtr& ino);
+
+  // ---- namespace ----
+  Result<InodePtr> Lookup(const InodePtr& dir, const std::string& name);
+  Result<InodePtr> Create(const InodePtr& dir, const std::string& name, uint32_t mode,
+                          bool exclusive, bool truncate);
+  Result<InodePtr> Mkdir(const InodePtr& dir, const std::string& name, uint32_t mode);
+  Result<InodePtr> Symlink(const InodePtr& dir, const std::string& name, const std::string& target);
+  Result<InodePtr> Mknod(const InodePtr& dir, const std::string& name, FileType type,
+                         uint32_t mode, uint32_t major, uint32_t minor);
+  Result<void> Remove(const InodePtr& dir, const std::string& name);
+  Result<void> Rmdir(const InodePtr& dir, const std::string& name);
+  Result<void> Rename(const InodePtr& from_dir, const std::string& from, const InodePtr& to_dir,
+                      const std::string& to);
+  Result<void> Link(const InodePtr& file, const InodePtr& dir, const std::string& name);
+  Result<std::string> Readlink(const InodePtr& ino);
+  // The whole directory, with attributes (READDIRPLUS, paged).
+  Result<std::vector<DirEntry>> ReadDir(const InodePtr& dir);
+  Result<FsStat> StatFs();
+
+  // ---- data ----
+  Result<size_t> Read(const InodePtr& ino, uint64_t offset, std::span<std::byte> out, bool direct,
+                      ReadAhead* ra);
+  Result<size_t> Write(const InodePtr& ino, uint64_t offset, std::span<const std::byte> data,
+                       WriteMode mode);
+  // O_APPEND: at the server's end of file, as one FILE_SYNC WRITE (seed 001).
+  // Returns the offset the data landed at.
+  Result<uint64_t> Append(const InodePtr& ino, std::span<const std::byte> data);
+  // Sends dirty data; with `commit`, also COMMITs and resends whatever the
+  // server may have lost, until every byte is committed under its verifier.
+  Result<void> Flush(const InodePtr& ino, bool commit);
+  Result<void> Truncate(const InodePtr& ino, uint64_t size);
+  // Flushes and commits every file with unwritten or uncommitted data.
+  Result<void> SyncAll();
+
+  // The inode for a handle and its attributes (the inode table).
+  InodePtr Intern(const nfs3::nfs_fh3& fh, const nfs3::fattr3& attr);
+  static Stat ToStat(const nfs3::fattr3& f);
+
+ private:
+  ClientCore() = default;
+
+  // Attribute bookkeeping around a call that carries attributes of `ino`.
+  ConsistencyTracker::Token BeginCall(const InodePtr& ino, ConsistencyTracker::Kind kind);
+  void EndCall(const InodePtr& ino, const ConsistencyTracker::Token& token,
+               const nfs3::pre_op_attr& pre, const nfs3::post_op_attr& post);
+  void EndDirCall(const InodePtr& dir, const ConsistencyTracker::Token& token,
+                  const nfs3::wcc_data& wcc);
+  void InvalidateData(const InodePtr& ino);
+  // The slow path of a read: revalidate attributes, drop stale pages.
+  Result<void> PrepareRead(const InodePtr& ino);
+
+  // Fetches the missing pages of [offset, offset+len) plus `ahead` bytes of
+  // read-ahead; waits only for the part that was asked for.
+  Result<void> Fetch(const InodePtr& ino, uint64_t offset, uint64_t len, uint64_t ahead);
+  Result<size_t> ReadDirect(const InodePtr& ino, uint64_t offset, std::span<std::byte> out);
+  Result<size_t> WriteDirect(const InodePtr& ino, uint64_t offset, std::span<const std::byte> data);
+
+  // Write-back. REQUIRES: ino->flush_mu held.
+  Result<void> SendDirty(const InodePtr& ino, nfs3::stable_how stable);
+  Result<void> CommitAndVerify(const InodePtr& ino);
+  // Sends `data` at `offset` as WRITEs of at most wsize, many in flight, and
+  // records each reply's verifier as an UnstableExtent (unless FILE_SYNC came back).
+  Result<void> SendExtents(const InodePtr& ino,
+                           std::vector<std::pair<uint64_t, std::shared_ptr<std::vector<std::byte>>>> runs,
+                           nfs3::stable_how stable, bool resend,
+                           std::function<void(size_t)> on_written = nullptr);
+  void KickWriteback(const InodePtr& ino);
+  void BackgroundLoop();
+  void MaybeEvict();
+
+  ClientOptions options_;
+  std::unique_ptr<Channel> channel_;
+  uint32_t rsize_ = 1 << 20, wsize_ = 1 << 20;
+  InodePtr root_;
+  std::unique_ptr<CacheBudget> budget_;
+  std::atomic<int64_t> dirty_total_{0};
+  std::function<void(const InodePtr&)> on_invalidate_;
+
+  std::mutex inodes_mu_;
+  std::unordered_map<std::string, InodePtr> inodes_;  // GUARDED_BY(inodes_mu_)
+
+  // Background write-back of files whose dirty data reached a full WRITE.
+  std::mutex bg_mu_;
+  std::condition_variable bg_cv_;
+  std::vector<InodePtr> bg_queue_;  // GUARDED_BY(bg_mu_)
+  bool bg_stop_ = false;
+  std::vector<std::thread> bg_threads_;
+};
+
+}  // namespace nfsx::client

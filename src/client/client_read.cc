@@ -1,0 +1,206 @@
+// ClientCore: the read path. Cached reads check validity with one atomic load
+// and take no inode lock (seed 002); misses fetch pages with READs of rsize, many
+// in flight, and read ahead when access is sequential.
+#include <latch>
+
+#include "base/logging.h"
+#include "client/client_core.h"
+#include "proto/nfsstat.h"
+
+namespace nfsx::client {
+
+using namespace nfs3;
+using Kind = ConsistencyTracker::Kind;
+
+Result<void> ClientCore::PrepareRead(const InodePtr& ino) {
+  std::unique_lock lock(ino->mu);
+  // Re-check under the lock: another reader may have done the work already.
+  if (!ino->AttrFresh(SteadyNowNs())) {
+    lock.unlock();
+    if (auto r = Revalidate(ino); !r) return r;
+    lock.lock();
+  }
+  if (ino->validity() & kInvalidData) {
+    ino->data_gen.fetch_add(1);
+    ino->pages.InvalidateClean();
+    ino->ClearInvalid(kInvalidData);
+  }
+  return {};
+}
+
+Result<size_t> ClientCore::Read(const InodePtr& ino, uint64_t offset, std::span<std::byte> out,
+                                bool direct, ReadAhead* ra) {
+  if (direct) return ReadDirect(ino, offset, out);
+  // The fast path: an acquire load of the validity word and of the attribute
+  // deadline; no lock unless one of them says the cache needs attention.
+  if ((ino->validity() & kInvalidData) || !ino->AttrFresh(SteadyNowNs())) {
+    if (auto r = PrepareRead(ino); !r) return std::unexpected(r.error());
+  }
+  uint64_t size = ino->Size();
+  if (offset >= size || out.empty()) return 0;
+  size_t n = static_cast<size_t>(std::min<uint64_t>(out.size(), size - offset));
+  std::span<std::byte> want = out.first(n);
+
+  uint64_t ahead = 0;
+  if (ra) {
+    bool sequential = ra->next_offset.load(std::memory_order_relaxed) == offset;
+    uint64_t w = ra->window.load(std::memory_order_relaxed);
+    w = sequential ? std::clamp<uint64_t>(w * 2, 128 * 1024, options_.readahead_bytes) : 0;
+    ra->window.store(w, std::memory_order_relaxed);
+    ra->next_offset.store(offset + n, std::memory_order_relaxed);
+    ahead = w;
+  }
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    if (ino->pages.ReadCached(offset, want)) {
+      if (ra && ahead > 0) {
+        // Keep the next window coming while the application reads this one.
+        uint64_t end = offset + n;
+        uint64_t until = ra->prefetched_until.load(std::memory_order_relaxed);
+        if (until < end + ahead / 2 && end < size) {
+          ra->prefetched_until.store(end + ahead, std::memory_order_relaxed);
+          if (ino->pages.FirstMissing(end, std::min(size, end + ahead)) >= 0) {
+            (void)Fetch(ino, end, 0, ahead);
+          }
+        }
+      }
+      return n;
+    }
+    if (auto f = Fetch(ino, offset, n, ahead); !f) return std::unexpected(f.error());
+    if (ra && ahead) ra->prefetched_until.store(offset + n + ahead, std::memory_order_relaxed);
+  }
+  // The pages keep being dropped under us (invalidations, memory pressure, or
+  // our own concurrent writes): read around the cache instead.
+  return ReadDirect(ino, offset, want);
+}
+
+Result<void> ClientCore::Fetch(const InodePtr& ino, uint64_t offset, uint64_t len, uint64_t ahead) {
+  uint64_t size = ino->Size();
+  uint64_t first = offset / kPageSize;
+  uint64_t need_end = offset + len;  // bytes the caller waits for
+  uint64_t end = std::min(size, std::max(need_end, offset + ahead));
+  uint64_t last = end == 0 ? 0 : (end - 1) / kPageSize;
+  if (end <= offset && len == 0) return {};
+
+  // Runs of missing pages, each cut into READs of rsize.
+  struct Chunk {
+    uint64_t offset;
+    uint32_t count;
+    bool needed;
+  };
+  std::vector<Chunk> chunks;
+  uint64_t run_start = UINT64_MAX;
+  auto flush_run = [&](uint64_t stop_page) {
+    if (run_start == UINT64_MAX) return;
+    for (uint64_t p = run_start * kPageSize; p < stop_page * kPageSize; p += rsize_) {
+      uint32_t count = static_cast<uint32_t>(std::min<uint64_t>(rsize_, stop_page * kPageSize - p));
+      chunks.push_back({p, count, p < need_end});
+    }
+    run_start = UINT64_MAX;
+  };
+  for (uint64_t page = first; page <= last; ++page) {
+    uint64_t b = std::max(offset, page * kPageSize), e = std::min(end, (page + 1) * kPageSize);
+    bool missing = e > b && ino->pages.FirstMissing(b, e) >= 0;
+    if (missing && run_start == UINT64_MAX) run_start = page;
+    if (!missing) flush_run(page);
+  }
+  flush_run(last + 1);
+  if (chunks.empty()) return {};
+
+  struct Wait {
+    std::mutex mu;
+    std::condition_variable cv;
+    int pending = 0;
+    int error = 0;
+  };
+  auto wait = std::make_shared<Wait>();
+  for (const Chunk& c : chunks) {
+    if (c.needed) ++wait->pending;
+  }
+  for (const Chunk& c : chunks) {
+    uint64_t gen = ino->data_gen.load();
+    uint64_t wseq = ino->write_seq.load();
+    auto token = BeginCall(ino, Kind::kObserve);
+    channel_->Call<READ3res>(
+        nfsproc3::READ, READ3args{ino->fh(), c.offset, c.count},
+        [this, ino, c, gen, wseq, token, wait](Result<READ3res> r) {
+          int err = 0;
+          if (!r) {
+            err = r.error().code;
+            EndCall(ino, token, std::nullopt, std::nullopt);
+          } else if (r->status != NFS3_OK) {
+            err = ErrnoFromNfsStat(r->status);
+            EndCall(ino, token, std::nullopt, r->resfail.obj_attributes);
+          } else {
+            EndCall(ino, token, std::nullopt, r->resok.file_attributes);
+            auto data = r->resok.data.bytes;
+            channel_->AddReadBytes(data.size());
+            // Data read before our cache was dropped is stale; data read before one
+            // of our own writes may only fill pages that exist (the write's bytes in
+            // them are kept).
+            if (ino->data_gen.load() == gen) {
+              uint64_t file_size = r->resok.eof ? c.offset + data.size() : ino->Size();
+              ino->pages.Fill(c.offset, data, std::max(file_size, c.offset + data.size()),
+                              ino->write_seq.load() == wseq);
+            }
+          }
+          if (!c.needed) return;
+          std::lock_guard lock(wait->mu);
+          if (err && !wait->error) wait->error = err;
+          if (--wait->pending == 0) wait->cv.notify_all();
+        });
+  }
+  std::unique_lock lock(wait->mu);
+  wait->cv.wait(lock, [&] { return wait->pending == 0; });
+  MaybeEvict();
+  if (wait->error) return Fail(wait->error);
+  return {};
+}
+
+Result<size_t> ClientCore::ReadDirect(const InodePtr& ino, uint64_t offset,
+                                      std::span<std::byte> out) {
+  // Our own unsent writes must be visible to a direct read.
+  if (ino->dirty_bytes.load() > 0) {
+    if (auto f = Flush(ino, false); !f) return std::unexpected(f.error());
+  }
+  size_t done = 0;
+  while (done < out.size()) {
+    uint32_t count = static_cast<uint32_t>(std::min<uint64_t>(rsize_, out.size() - done));
+    auto token = BeginCall(ino, Kind::kObserve);
+    auto r = channel_->CallSync<READ3res>(nfsproc3::READ,
+                                          READ3args{ino->fh(), offset + done, count});
+    if (!r) {
+      EndCall(ino, token, std::nullopt, std::nullopt);
+      return std::unexpected(r.error());
+    }
+    if (r->status != NFS3_OK) {
+      EndCall(ino, token, std::nullopt, r->resfail.obj_attributes);
+      return Fail(ErrnoFromNfsStat(r->status));
+    }
+    EndCall(ino, token, std::nullopt, r->resok.file_attributes);
+    auto data = r->resok.data.bytes;
+    size_t n = std::min(data.size(), out.size() - done);
+    std::memcpy(out.data() + done, data.data(), n);
+    channel_->AddReadBytes(n);
+    done += n;
+    if (r->resok.eof || n == 0) break;
+  }
+  return done;
+}
+
+void ClientCore::MaybeEvict() {
+  if (!budget_->over()) return;
+  std::vector<InodePtr> all;
+  {
+    std::lock_guard lock(inodes_mu_);
+    all.reserve(inodes_.size());
+    for (auto& [k, ino] : inodes_) all.push_back(ino);
+  }
+  size_t excess = static_cast<size_t>(budget_->used()) - budget_->limit() + budget_->limit() / 16;
+  for (auto& ino : all) {
+    if (excess == 0 || !budget_->over()) break;
+    size_t freed = ino->pages.Evict(excess);
+    excess -= std::min(excess, freed);
+  }
+}
+
+}  // namespace nfsx::client

@@ -1,0 +1,81 @@
+#include "client/inode.h"
+
+#include <algorithm>
+
+namespace nfsx::client {
+
+int64_t SteadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+Inode::Inode(const nfs3::nfs_fh3& fh, const nfs3::fattr3& attr, CacheBudget* budget)
+    : pages(budget), fh_(fh), fileid_(attr.fileid), type_(attr.type) {
+  tracker.Reset(attr);
+}
+
+void Inode::RefreshTimer(bool changed, double min_s, double max_s, int64_t now_ns) {
+  // As the Linux client: the timeout starts at the minimum and doubles while the
+  // attributes keep coming back unchanged, up to the maximum.
+  if (changed || attr_timeout_s_ < min_s) {
+    attr_timeout_s_ = min_s;
+  } else {
+    attr_timeout_s_ = std::min(max_s, std::max(min_s, attr_timeout_s_ * 2));
+  }
+  attr_expiry_ns_.store(now_ns + static_cast<int64_t>(attr_timeout_s_ * 1e9),
+                        std::memory_order_release);
+}
+
+uint64_t Inode::Size() {
+  uint64_t server;
+  {
+    std::lock_guard lock(mu);
+    server = tracker.attr().size;
+  }
+  return std::max(server, write_end_.load());
+}
+
+void Inode::NoteWriteEnd(uint64_t end) {
+  uint64_t prev = write_end_.load();
+  while (end > prev && !write_end_.compare_exchange_weak(prev, end)) {
+  }
+}
+
+void Inode::TrimUnstable(uint64_t from, uint64_t to) {
+  if (to <= from) return;
+  auto it = unstable.lower_bound(from);
+  if (it != unstable.begin()) --it;  // the extent before may reach into the range
+  while (it != unstable.end() && it->first < to) {
+    uint64_t b = it->first, e = b + it->second.len;
+    if (e <= from) {
+      ++it;
+      continue;
+    }
+    UnstableExtent ext = it->second;
+    it = unstable.erase(it);
+    unstable_bytes -= ext.len;
+    if (b < from) {  // keep the head
+      UnstableExtent head = ext;
+      head.len = from - b;
+      unstable_bytes += head.len;
+      unstable.emplace(b, head);
+    }
+    if (e > to) {  // keep the tail
+      UnstableExtent tail = ext;
+      tail.begin += to - b;
+      tail.len = e - to;
+      unstable_bytes += tail.len;
+      it = unstable.emplace(to, tail).first;
+      ++it;
+    }
+  }
+}
+
+void Inode::AddUnstable(uint64_t offset, UnstableExtent e) {
+  TrimUnstable(offset, offset + e.len);
+  unstable_bytes += e.len;
+  unstable.emplace(offset, std::move(e));
+}
+
+}  // namespace nfsx::client

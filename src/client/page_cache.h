@@ -1,0 +1,107 @@
+// The client's page cache: per file, 4 KiB pages in sharded maps, with dirty
+// ranges for write-back; one global budget for all files.
+//
+// A page holds a valid byte range (data known to be what the server has, or
+// what we wrote) and, inside it, a dirty range (written here, not yet sent).
+// Reads copy out of valid ranges; writes extend both. Sharding by page index
+// keeps concurrent readers of one file from queueing on one lock (seed 002).
+//
+// Thread-safe.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace nfsx::client {
+
+inline constexpr uint64_t kPageSize = 4096;
+
+// Bytes cached across all files, for the global budget.
+class CacheBudget {
+ public:
+  explicit CacheBudget(size_t limit) : limit_(limit) {}
+  void Add(int64_t bytes) { used_.fetch_add(bytes, std::memory_order_relaxed); }
+  int64_t used() const { return used_.load(std::memory_order_relaxed); }
+  bool over() const { return used() > static_cast<int64_t>(limit_); }
+  size_t limit() const { return limit_; }
+
+ private:
+  size_t limit_;
+  std::atomic<int64_t> used_{0};
+};
+
+struct Page {
+  std::array<std::byte, kPageSize> data;
+  uint16_t valid_begin = 0, valid_end = 0;  // [begin, end) holds good data
+  uint16_t dirty_begin = 0, dirty_end = 0;  // [begin, end) not yet written to the server
+  uint32_t version = 0;                     // bumped by every write into the page
+  bool referenced = false;                  // used since the last eviction sweep
+
+  bool dirty() const { return dirty_end > dirty_begin; }
+  bool Covers(uint32_t b, uint32_t e) const { return valid_begin <= b && e <= valid_end; }
+};
+
+class PageSet {
+ public:
+  explicit PageSet(CacheBudget* budget) : budget_(budget) {}
+  ~PageSet();
+
+  // Copies [offset, offset+out.size()) if every byte is cached; false otherwise
+  // (nothing is guaranteed about `out` then).
+  bool ReadCached(uint64_t offset, std::span<std::byte> out);
+  // First page index in [first, last] whose needed bytes are not cached, or -1.
+  // `offset`/`end` bound the bytes needed in the first/last page.
+  int64_t FirstMissing(uint64_t offset, uint64_t end) const;
+
+  // Writes into the cache and marks the bytes dirty. Fails (returns the index of
+  // the page) when a page holds dirty bytes that the new ones would not touch or
+  // adjoin: those must be written back first (one dirty range per page).
+  // Returns -1 on success. *newly_dirty gets the bytes that became dirty.
+  int64_t Write(uint64_t offset, std::span<const std::byte> data, uint64_t* newly_dirty);
+
+  // Inserts data read from the server for [offset, offset+data.size()), page
+  // aligned at `offset`. Bytes already valid in a page are kept (they may be
+  // newer than the read). New pages are created only when `create` is true.
+  void Fill(uint64_t offset, std::span<const std::byte> data, uint64_t file_size, bool create);
+
+  // Dirty pages in index order, for write-back: calls `visit(index, page)` with the
+  // shard locked; the visitor copies what it needs.
+  void ForEachDirty(const std::vector<uint64_t>& indexes,
+                    const std::function<void(uint64_t, const Page&)>& visit) const;
+  // Clears the dirty range of `index` if the page's version is still `version`.
+  // Returns the bytes that stopped being dirty.
+  uint64_t MarkClean(uint64_t index, uint32_t version);
+
+  // Drops clean pages (all, or those overlapping [offset, end)); dirty ones stay.
+  void InvalidateClean();
+  void DropRange(uint64_t offset, uint64_t end);
+  // Truncation: pages past `size` go, the tail of the page holding `size` is zeroed.
+  void Truncate(uint64_t size);
+  // Evicts unreferenced clean pages until `target` bytes are freed; returns bytes freed.
+  size_t Evict(size_t target);
+
+  size_t pages() const;
+
+ private:
+  static constexpr size_t kShards = 16;
+  struct Shard {
+    mutable std::shared_mutex mu;
+    std::unordered_map<uint64_t, std::unique_ptr<Page>> pages;
+  };
+  Shard& ShardOf(uint64_t index) { return shards_[index % kShards]; }
+  const Shard& ShardOf(uint64_t index) const { return shards_[index % kShards]; }
+
+  CacheBudget* budget_;
+  std::array<Shard, kShards> shards_;
+};
+
+}  // namespace nfsx::client
