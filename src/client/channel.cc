@@ -33,6 +33,10 @@ WireStats Channel::stats() const {
   return s;
 }
 
+}  // namespace nfsx::client
+
+namespace nfsx {
+
 std::string FormatNfsstat(const WireStats& s) {
   // The layout of Linux `nfsstat -c`: rows of six 13-column fields.
   std::string out = "Client rpc stats:\n";
@@ -44,13 +48,13 @@ std::string FormatNfsstat(const WireStats& s) {
   for (int row = 0; row < nfs3::kNumProcs; row += 6) {
     std::string names, values;
     for (int i = row; i < std::min(row + 6, nfs3::kNumProcs); ++i) {
-      names += fmt::format("{:<13}", nfs3::ProcName(static_cast<uint32_t>(i)));
+      names += fmt::format("{:<14}", nfs3::ProcName(static_cast<uint32_t>(i)));
       uint64_t pct = total ? (s.nfs_calls[i] * 100 + total / 2) / total : 0;
-      values += fmt::format("{:<10}{:<3}", s.nfs_calls[i], fmt::format("{}%", pct));
+      values += fmt::format("{:<9} {:<4}", s.nfs_calls[i], fmt::format("{}%", pct));
     }
     out += names + "\n" + values + "\n";
   }
   return out;
 }
 
-}  // namespace nfsx::client
+}  // namespace nfsx
