@@ -18,6 +18,9 @@ build: deps
 # Serves ./export on 127.0.0.1 (NFS 2049, MOUNT 20048) until Ctrl-C.
 run: build
 	@mkdir -p export .state
+	@# World-writable and sticky like /tmp, owned by the user root is squashed to,
+	@# so that root's symlinks there can be followed (Linux's protected_symlinks).
+	@chown 65534:65534 export 2>/dev/null || true
 	@chmod 1777 export
 	$(NFSX) serve ./export --state-dir .state
 

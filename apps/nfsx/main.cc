@@ -12,13 +12,10 @@ int main(int argc, char** argv) {
   std::string level;
   app.add_option("--log-level", level, "trace, debug, info (default), warn, error, off")
       ->envname("NFSX_LOG_LEVEL");
-  std::vector<std::pair<CLI::App*, nfsx::app::Runner>> commands;
-  auto add = [&](nfsx::app::Runner (*adder)(CLI::App&)) {
-    size_t before = app.get_subcommands({}).size();
-    nfsx::app::Runner r = adder(app);
-    commands.emplace_back(app.get_subcommands({})[before], std::move(r));
-  };
-  add(&nfsx::app::AddServe);
+  // A runner returns -1 when none of its subcommands was the one parsed.
+  std::vector<nfsx::app::Runner> runners = {
+      nfsx::app::AddServe(app), nfsx::app::AddClientCommands(app), nfsx::app::AddMount(app),
+      nfsx::app::AddBench(app)};
   CLI11_PARSE(app, argc, argv);
   if (!level.empty()) {
     nfsx::log::Level l;
@@ -28,8 +25,8 @@ int main(int argc, char** argv) {
     }
     nfsx::log::SetLevel(l);
   }
-  for (auto& [cmd, run] : commands) {
-    if (cmd->parsed()) return run();
+  for (auto& run : runners) {
+    if (int rc = run(); rc >= 0) return rc;
   }
   return 2;
 }

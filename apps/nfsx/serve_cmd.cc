@@ -200,7 +200,7 @@ Runner AddServe(CLI::App& app) {
   cmd->add_option("--stats-interval", a->stats_interval,
                   "Print per-procedure statistics every N seconds (0: only at exit)")
       ->capture_default_str();
-  return [a] { return RunServe(*a); };
+  return [a, cmd] { return cmd->parsed() ? RunServe(*a) : -1; };
 }
 
 }  // namespace nfsx::app

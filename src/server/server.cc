@@ -142,7 +142,7 @@ std::string Server::StatsReport() const {
   out += fmt::format("connections: {} accepted, {} open; records {}; bytes in {} out {}\n",
                      c.accepted.load(), c.open.load(), c.records.load(), c.bytes_in.load(),
                      c.bytes_out.load());
-  out += fmt::format("garbage calls {}, duplicate request cache hits {}, verifier rotations {}\n",
+  out += fmt::format("calls refused {}, duplicate request cache hits {}, verifier rotations {}\n",
                      dispatcher_.garbage_calls(), dispatcher_.drc().hits(),
                      core_->verifiers().rotations());
   out += fmt::format("{:<8} {:<12} {:>10} {:>10} {:>8} {:>8} {:>10}\n", "program", "procedure",

@@ -1,0 +1,9 @@
+#include "apps/nfsx/commands.h"
+
+namespace nfsx::app {
+
+Runner AddMount(CLI::App&) {
+  return [] { return -1; };  // not built yet
+}
+
+}  // namespace nfsx::app
