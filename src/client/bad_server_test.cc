@@ -1,0 +1,163 @@
+// The client facing a server that misbehaves: replies for unknown xids,
+// garbage, truncated results, oversized records, RPC-level refusals. Each must
+// become a clear error (or be ignored), never a crash or a wrong result.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <functional>
+#include <thread>
+
+#include "client/typed_call.h"
+#include "proto/nfs3_types.h"
+#include "rpc/record_marking.h"
+
+namespace nfsx::client {
+namespace {
+
+using namespace nfs3;
+
+// Accepts one connection and answers each call with what `respond` returns
+// (raw reply messages, without record marks; several per call allowed).
+class FakeServer {
+ public:
+  using Respond = std::function<std::vector<std::vector<std::byte>>(uint32_t xid)>;
+  explicit FakeServer(Respond respond) : respond_(std::move(respond)) {
+    listen_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(listen_, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    listen(listen_, 4);
+    socklen_t len = sizeof(a);
+    getsockname(listen_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~FakeServer() {
+    shutdown(listen_, SHUT_RDWR);
+    close(listen_);
+    if (conn_ >= 0) shutdown(conn_, SHUT_RDWR);
+    thread_.join();
+  }
+  uint16_t port() const { return port_; }
+
+ private:
+  void Serve() {
+    conn_ = accept(listen_, nullptr, nullptr);
+    if (conn_ < 0) return;
+    rpc::RecordReader reader(1 << 20);
+    for (;;) {
+      auto space = reader.PrepareWrite();
+      ssize_t n = read(conn_, space.data(), space.size());
+      if (n <= 0) break;
+      reader.CommitWrite(static_cast<size_t>(n));
+      std::span<std::byte> rec;
+      while (reader.Next(&rec) == rpc::RecordReader::Status::kRecord) {
+        uint32_t xid = xdr::LoadBe32(rec.data());
+        for (auto& msg : respond_(xid)) {
+          std::byte mark[4];
+          xdr::StoreBe32(mark, rpc::kLastFragment | static_cast<uint32_t>(msg.size()));
+          if (write(conn_, mark, 4) != 4) return;
+          if (!msg.empty() && write(conn_, msg.data(), msg.size()) < 0) return;
+        }
+      }
+    }
+    close(conn_);
+  }
+  Respond respond_;
+  int listen_ = -1, conn_ = -1;
+  uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+std::vector<std::byte> Accepted(uint32_t xid, rpc::accept_stat stat,
+                                std::function<void(xdr::XdrEncoder&)> body = nullptr) {
+  OutBuffer out;
+  xdr::XdrEncoder e(&out);
+  rpc::EncodeAcceptedReply(e, xid, stat);
+  if (body) body(e);
+  return out.Flatten();
+}
+
+std::unique_ptr<rpc::RpcClient> Connect(uint16_t port, int timeout_ms = 5000, int retrans = 0) {
+  rpc::RpcClientOptions o;
+  o.timeout = std::chrono::milliseconds(timeout_ms);
+  o.max_retransmits = retrans;
+  o.reconnect = false;
+  auto c = rpc::RpcClient::Connect("127.0.0.1", port, o);
+  EXPECT_TRUE(c.has_value());
+  return std::move(*c);
+}
+
+Result<GETATTR3res> Getattr(rpc::RpcClient& c) {
+  return CallSync<GETATTR3res>(c, NFS_PROGRAM, NFS_V3, 1, {}, GETATTR3args{});
+}
+
+TEST(BadServerTest, ReplyForAnUnknownXidIsIgnored) {
+  FakeServer s([](uint32_t xid) {
+    GETATTR3res ok;
+    ok.resok.obj_attributes.size = 42;
+    return std::vector<std::vector<std::byte>>{
+        Accepted(xid + 1000, rpc::accept_stat::SUCCESS),  // nobody asked for this one
+        Accepted(xid, rpc::accept_stat::SUCCESS, [&](auto& e) { e(ok); })};
+  });
+  auto c = Connect(s.port());
+  auto r = Getattr(*c);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->resok.obj_attributes.size, 42u);
+  EXPECT_EQ(c->counters().bad_replies.load(), 1u);
+}
+
+TEST(BadServerTest, TruncatedResultsAreEBADMSG) {
+  FakeServer s([](uint32_t xid) {
+    return std::vector<std::vector<std::byte>>{Accepted(xid, rpc::accept_stat::SUCCESS, [](auto& e) {
+      e(NFS3_OK);
+      e(uint32_t{1});  // an fattr3 that stops after its type
+    })};
+  });
+  auto c = Connect(s.port());
+  auto r = Getattr(*c);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, EBADMSG);
+}
+
+TEST(BadServerTest, RpcRefusalsBecomeErrnos) {
+  FakeServer s([](uint32_t xid) {
+    return std::vector<std::vector<std::byte>>{Accepted(xid, rpc::accept_stat::PROG_UNAVAIL)};
+  });
+  auto c = Connect(s.port());
+  auto r = Getattr(*c);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, EPROTONOSUPPORT);
+}
+
+TEST(BadServerTest, GarbageRepliesAreCountedAndTheCallTimesOut) {
+  FakeServer s([](uint32_t) {
+    return std::vector<std::vector<std::byte>>{std::vector<std::byte>(3, std::byte{0xff})};
+  });
+  auto c = Connect(s.port(), 300, 1);
+  auto r = Getattr(*c);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, ETIMEDOUT);
+  EXPECT_GE(c->counters().bad_replies.load(), 1u);
+  EXPECT_EQ(c->counters().retransmits.load(), 1u);
+}
+
+TEST(BadServerTest, OversizedReplyRecordDropsTheConnection) {
+  FakeServer s([](uint32_t xid) {
+    return std::vector<std::vector<std::byte>>{
+        Accepted(xid, rpc::accept_stat::SUCCESS, [](auto& e) {
+          e.Bytes(std::vector<std::byte>(9 << 20));  // over the client's 8 MiB default
+        })};
+  });
+  auto c = Connect(s.port());
+  auto r = Getattr(*c);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, ECONNRESET);
+}
+
+}  // namespace
+}  // namespace nfsx::client
