@@ -172,6 +172,7 @@ InodePtr ClientCore::Intern(const nfs_fh3& fh, const fattr3& attr) {
       fresh = true;
     }
     ino = slot;
+    if (fresh && inodes_.size() > kMaxIdleInodes) EvictIdleInodesLocked();
   }
   if (fresh) {
     std::lock_guard lock(ino->mu);
@@ -184,6 +185,26 @@ InodePtr ClientCore::Intern(const nfs_fh3& fh, const fattr3& attr) {
     EndCall(ino, token, std::nullopt, attr);
   }
   return ino;
+}
+
+void ClientCore::EvictIdleInodesLocked() {
+  // Idle: referenced only by the table (no open file, no FUSE lookup, no call in
+  // flight) and holding nothing the server has not committed.
+  size_t target = inodes_.size() - kMaxIdleInodes / 2;
+  for (auto it = inodes_.begin(); it != inodes_.end() && target > 0;) {
+    Inode& ino = *it->second;
+    bool idle = it->second.use_count() == 1 && ino.dirty_bytes.load() == 0;
+    if (idle) {
+      std::lock_guard lock(ino.wb_mu);
+      idle = ino.dirty_pages.empty() && ino.unstable.empty() && ino.wb_error == 0;
+    }
+    if (idle) {
+      it = inodes_.erase(it);
+      --target;
+    } else {
+      ++it;
+    }
+  }
 }
 
 Stat ClientCore::ToStat(const fattr3& f) {

@@ -143,6 +143,10 @@ class ClientCore {
   std::atomic<int64_t> dirty_total_{0};
   std::function<void(const InodePtr&)> on_invalidate_;
 
+  // Idle inodes beyond this many are forgotten (with their cached pages).
+  static constexpr size_t kMaxIdleInodes = 16384;
+  // REQUIRES: inodes_mu_ held.
+  void EvictIdleInodesLocked();
   std::mutex inodes_mu_;
   std::unordered_map<std::string, InodePtr> inodes_;  // GUARDED_BY(inodes_mu_)
 

@@ -5,14 +5,28 @@
 namespace nfsx::client {
 
 PageSet::~PageSet() {
+  Shards* all = shards();
+  if (!all) return;
   int64_t bytes = 0;
-  for (auto& s : shards_) bytes += static_cast<int64_t>(s.pages.size() * kPageSize);
+  for (auto& s : *all) bytes += static_cast<int64_t>(s.pages.size() * kPageSize);
   budget_->Add(-bytes);
+  delete all;
+}
+
+PageSet::Shards& PageSet::EnsureShards() {
+  Shards* all = shards();
+  if (all) return *all;
+  auto* fresh = new Shards();
+  if (shards_.compare_exchange_strong(all, fresh, std::memory_order_acq_rel)) return *fresh;
+  delete fresh;  // another thread won; `all` now holds its array
+  return *all;
 }
 
 size_t PageSet::pages() const {
   size_t n = 0;
-  for (auto& s : shards_) {
+  Shards* all = shards();
+  if (!all) return 0;
+  for (auto& s : *all) {
     std::shared_lock lock(s.mu);
     n += s.pages.size();
   }
@@ -26,10 +40,11 @@ bool PageSet::ReadCached(uint64_t offset, std::span<std::byte> out) {
     uint64_t index = pos / kPageSize;
     uint32_t b = static_cast<uint32_t>(pos % kPageSize);
     uint32_t e = static_cast<uint32_t>(std::min<uint64_t>(kPageSize, end - index * kPageSize));
-    Shard& s = ShardOf(index);
-    std::shared_lock lock(s.mu);
-    auto it = s.pages.find(index);
-    if (it == s.pages.end() || !it->second->Covers(b, e)) return false;
+    const Shard* s = FindShard(index);
+    if (!s) return false;
+    std::shared_lock lock(s->mu);
+    auto it = s->pages.find(index);
+    if (it == s->pages.end() || !it->second->Covers(b, e)) return false;
     Page& p = *it->second;
     std::memcpy(dst, p.data.data() + b, e - b);
     p.referenced = true;  // a benign race: a hint for eviction only
@@ -44,10 +59,11 @@ int64_t PageSet::FirstMissing(uint64_t offset, uint64_t end) const {
     uint64_t index = pos / kPageSize;
     uint32_t b = static_cast<uint32_t>(pos % kPageSize);
     uint32_t e = static_cast<uint32_t>(std::min<uint64_t>(kPageSize, end - index * kPageSize));
-    const Shard& s = ShardOf(index);
-    std::shared_lock lock(s.mu);
-    auto it = s.pages.find(index);
-    if (it == s.pages.end() || !it->second->Covers(b, e)) return static_cast<int64_t>(index);
+    const Shard* s = FindShard(index);
+    if (!s) return static_cast<int64_t>(index);
+    std::shared_lock lock(s->mu);
+    auto it = s->pages.find(index);
+    if (it == s->pages.end() || !it->second->Covers(b, e)) return static_cast<int64_t>(index);
     pos = (index + 1) * kPageSize;
   }
   return -1;
@@ -136,14 +152,16 @@ void PageSet::Fill(uint64_t offset, std::span<const std::byte> data, uint64_t fi
 void PageSet::ForEachDirty(const std::vector<uint64_t>& indexes,
                            const std::function<void(uint64_t, const Page&)>& visit) const {
   for (uint64_t index : indexes) {
-    const Shard& s = ShardOf(index);
-    std::shared_lock lock(s.mu);
-    auto it = s.pages.find(index);
-    if (it != s.pages.end() && it->second->dirty()) visit(index, *it->second);
+    const Shard* s = FindShard(index);
+    if (!s) return;
+    std::shared_lock lock(s->mu);
+    auto it = s->pages.find(index);
+    if (it != s->pages.end() && it->second->dirty()) visit(index, *it->second);
   }
 }
 
 uint64_t PageSet::MarkClean(uint64_t index, uint32_t version) {
+  if (!shards()) return 0;
   Shard& s = ShardOf(index);
   std::unique_lock lock(s.mu);
   auto it = s.pages.find(index);
@@ -155,7 +173,9 @@ uint64_t PageSet::MarkClean(uint64_t index, uint32_t version) {
 }
 
 void PageSet::InvalidateClean() {
-  for (auto& s : shards_) {
+  Shards* all = shards();
+  if (!all) return;
+  for (auto& s : *all) {
     std::unique_lock lock(s.mu);
     int64_t freed = 0;
     std::erase_if(s.pages, [&](auto& kv) {
@@ -168,7 +188,7 @@ void PageSet::InvalidateClean() {
 }
 
 void PageSet::DropRange(uint64_t offset, uint64_t end) {
-  if (end <= offset) return;
+  if (end <= offset || !shards()) return;
   for (uint64_t index = offset / kPageSize; index <= (end - 1) / kPageSize; ++index) {
     Shard& s = ShardOf(index);
     std::unique_lock lock(s.mu);
@@ -181,7 +201,9 @@ void PageSet::DropRange(uint64_t offset, uint64_t end) {
 
 void PageSet::Truncate(uint64_t size) {
   uint64_t keep = (size + kPageSize - 1) / kPageSize;  // pages [0, keep) survive
-  for (auto& s : shards_) {
+  Shards* all = shards();
+  if (!all) return;
+  for (auto& s : *all) {
     std::unique_lock lock(s.mu);
     int64_t freed = 0;
     std::erase_if(s.pages, [&](auto& kv) {
@@ -208,8 +230,10 @@ void PageSet::Truncate(uint64_t size) {
 
 size_t PageSet::Evict(size_t target) {
   size_t freed = 0;
+  Shards* all = shards();
+  if (!all) return 0;
   for (int pass = 0; pass < 2 && freed < target; ++pass) {
-    for (auto& s : shards_) {
+    for (auto& s : *all) {
       std::unique_lock lock(s.mu);
       for (auto it = s.pages.begin(); it != s.pages.end() && freed < target;) {
         Page& p = *it->second;

@@ -97,11 +97,19 @@ class PageSet {
     mutable std::shared_mutex mu;
     std::unordered_map<uint64_t, std::unique_ptr<Page>> pages;
   };
-  Shard& ShardOf(uint64_t index) { return shards_[index % kShards]; }
-  const Shard& ShardOf(uint64_t index) const { return shards_[index % kShards]; }
+  using Shards = std::array<Shard, kShards>;
+  // The shards exist only once the file has a page: most files a client knows of
+  // (directory listings) never do, and an empty set should cost a pointer.
+  Shards* shards() const { return shards_.load(std::memory_order_acquire); }
+  Shards& EnsureShards();
+  Shard& ShardOf(uint64_t index) { return EnsureShards()[index % kShards]; }
+  const Shard* FindShard(uint64_t index) const {
+    Shards* all = shards();
+    return all ? &(*all)[index % kShards] : nullptr;
+  }
 
   CacheBudget* budget_;
-  std::array<Shard, kShards> shards_;
+  std::atomic<Shards*> shards_{nullptr};
 };
 
 }  // namespace nfsx::client
