@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <nfsc/libnfs.h>
-#include <poll.h>
 
 #include <cerrno>
 #include <cstring>
@@ -60,7 +59,7 @@ Job::~Job() {
   // Destroying the context cancels what is still queued and calls those callbacks, which
   // touch the slots: keep them alive until it is gone, and let them know not to count.
   dead_ = true;
-  if (nfs_) nfs_destroy_context(nfs_);
+  session_.reset();
 }
 
 bool Job::Close(std::string* error) {
@@ -72,35 +71,14 @@ bool Job::Close(std::string* error) {
     ok = false;
   }
   fh_ = nullptr;
-  nfs_umount(nfs_);
+  session_->Unmount();
   return ok;
 }
 
 bool Job::Connect(std::string* error) {
-  nfs_ = nfs_init_context();
-  if (!nfs_) {
-    *error = "nfs_init_context failed";
-    return false;
-  }
-  // Reconnecting would hide a server that dropped us; the URL may still ask for it.
-  nfs_set_autoreconnect(nfs_, 0);
-  nfs_set_timeout(nfs_, opts_.timeout_ms);
-  nfs_url* url = nfs_parse_url_dir(nfs_, opts_.url.c_str());
-  if (!url) {
-    *error = fmt::format("bad URL {}: {}", opts_.url, nfs_get_error(nfs_));
-    return false;
-  }
-  std::string server = url->server ? url->server : "";
-  std::string path = url->path ? url->path : "";
-  nfs_destroy_url(url);
-  if (server.empty() || path.empty()) {
-    *error = fmt::format("URL {} names no server or no path", opts_.url);
-    return false;
-  }
-  if (nfs_mount(nfs_, server.c_str(), path.c_str()) != 0) {
-    *error = fmt::format("mount {}:{} failed: {}", server, path, nfs_get_error(nfs_));
-    return false;
-  }
+  session_ = Session::Connect(opts_.url, opts_.timeout_ms, error);
+  if (!session_) return false;
+  nfs_ = session_->nfs();
   return true;
 }
 
@@ -285,18 +263,9 @@ void Job::Finish(Slot* slot, int status, const void* data) {
 }
 
 bool Job::PollOnce(int timeout_ms) {
-  pollfd pfd{};
-  pfd.fd = nfs_get_fd(nfs_);
-  pfd.events = static_cast<short>(nfs_which_events(nfs_));
-  int n = poll(&pfd, 1, timeout_ms);
-  if (n < 0 && errno != EINTR) {
-    Fail(fmt::format("poll: {}", std::strerror(errno)));
-    dead_ = true;
-    return false;
-  }
-  // Called on timeouts too (revents 0): that is when libnfs expires requests.
-  if (nfs_service(nfs_, n > 0 ? pfd.revents : 0) < 0) {
-    Fail(fmt::format("connection failed: {}", nfs_get_error(nfs_)));
+  std::string error;
+  if (!session_->PollOnce(timeout_ms, &error)) {
+    Fail(error);
     dead_ = true;
     return false;
   }

@@ -13,6 +13,7 @@
 
 #include "tools/libnfs-load/histogram.h"
 #include "tools/libnfs-load/options.h"
+#include "tools/libnfs-load/session.h"
 #include "tools/libnfs-load/track.h"
 
 struct nfs_context;
@@ -119,7 +120,8 @@ class Job {
   const int index_;
   Run* const run_;
   const Options& opts_;
-  nfs_context* nfs_ = nullptr;
+  std::unique_ptr<Session> session_;
+  nfs_context* nfs_ = nullptr;  // session_->nfs(), for brevity
   nfsfh* fh_ = nullptr;
   FileTrack* track_ = nullptr;
   std::vector<std::unique_ptr<Slot>> slots_;

@@ -1,0 +1,37 @@
+#include "bench/context.h"
+
+#include "bench/workloads.h"
+
+namespace nfsx::bench {
+
+Context::Snapshot Context::Take() const {
+  Snapshot s;
+  s.wire = driver_.counters();
+  if (server_) s.server = server_->calls();
+  return s;
+}
+
+Json Context::Since(const Snapshot& before) const {
+  Snapshot now = Take();
+  Json out = Json::MakeObject();
+  out.Set("wire", now.wire && before.wire ? WireJson(*now.wire - *before.wire) : Json());
+  out.Set("server_calls",
+          now.server && before.server ? ServerCallsJson(*now.server - *before.server) : Json());
+  return out;
+}
+
+const std::vector<Workload>& Workloads() {
+  static const std::vector<Workload> kAll = {
+      {"iozone", "write/rewrite/read/reread of one file per record size (seeds 000, 004)",
+       &RunIozone},
+      {"throughput", "N threads each write, rewrite, read their own file (seed 003)",
+       &RunThroughput},
+      {"append", "O_APPEND writes: one open, open/close per write, naive (seed 001)", &RunAppend},
+      {"randread", "T threads of 4 KiB random reads of one cached file (seed 002)", &RunRandRead},
+      {"randwrite", "T threads of 4 KiB random O_DIRECT writes of one file", &RunRandWrite},
+      {"ping", "NULL RPC round trips, 1 and many in flight, and raw loopback TCP", &RunPing},
+  };
+  return kAll;
+}
+
+}  // namespace nfsx::bench
