@@ -1,8 +1,10 @@
 // The client library against real servers: nfsx in process and NFS-Ganesha.
 #include <fcntl.h>
 
+#include <atomic>
 #include <fstream>
 #include <iostream>
+#include <random>
 #include <thread>
 
 #include "client/testing/test_servers.h"
@@ -178,7 +180,8 @@ TEST_P(ClientTest, DirectWritesCrossTheWireOnce) {
   }
   ASSERT_TRUE((*f)->Close());
   auto after = client_->stats();
-  EXPECT_EQ(after.write_bytes - before.write_bytes, kTotal) << "wire bytes / app bytes must be 1.00";
+  EXPECT_EQ(after.write_bytes - before.write_bytes, kTotal)
+      << "wire bytes / app bytes must be 1.00";
   EXPECT_EQ(after.resent_bytes, 0u);
   EXPECT_GE(after.nfs_calls[21] - before.nfs_calls[21], 1u);  // COMMIT
   EXPECT_EQ(DiskFile(*server_, "direct.bin"), data);
@@ -253,6 +256,40 @@ TEST_P(ClientTest, ManyThreadsOnOneFileAndManyFiles) {
       ASSERT_EQ(disk.substr(off, kChunk), Pattern(kChunk, static_cast<uint32_t>(t * 100 + c)));
     }
   }
+}
+
+// O_DIRECT reads hand back bytes that live in the reply record; while one thread
+// copies them out, other threads' replies arrive. If the record were freed
+// too early (it once was), a read returned another offset's data or zeros.
+TEST_P(ClientTest, ConcurrentDirectReadsReturnTheirOwnBlocks) {
+  constexpr size_t kBlock = 4096, kBlocks = 512;
+  constexpr int kThreads = 8, kReadsPerThread = 600;
+  {
+    auto w = client_->Open("stamped.bin", O_CREAT | O_RDWR | O_TRUNC, 0644);
+    ASSERT_TRUE(w.has_value());
+    std::string all;
+    for (size_t b = 0; b < kBlocks; ++b) all += Pattern(kBlock, static_cast<uint32_t>(b));
+    ASSERT_TRUE((*w)->Pwrite(Bytes(all), 0));
+    ASSERT_TRUE((*w)->Close());
+  }
+  auto f = client_->Open("stamped.bin", O_RDONLY | O_DIRECT);
+  ASSERT_TRUE(f.has_value());
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(static_cast<uint32_t>(t) + 1);
+      std::string back(kBlock, '\0');
+      for (int i = 0; i < kReadsPerThread; ++i) {
+        uint32_t b = static_cast<uint32_t>(rng() % kBlocks);
+        auto n = (*f)->Pread(std::as_writable_bytes(std::span(back)), b * kBlock);
+        if (!n || *n != kBlock || back != Pattern(kBlock, b)) ++wrong;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  ASSERT_TRUE((*f)->Close());
 }
 
 TEST_P(ClientTest, ErrorsAreErrnos) {

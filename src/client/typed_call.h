@@ -17,7 +17,8 @@ Result<Res> DecodeReply(const Result<rpc::RpcReply>& reply) {
   if (!reply) return std::unexpected(reply.error());
   if (!reply->header.ok()) return Fail(ErrnoFromReplyHeader(reply->header));
   Res res;
-  xdr::XdrDecoder d(reply->results);
+  // Opaque results (READ data) point into the reply record: they keep it alive.
+  xdr::XdrDecoder d(reply->results, reply->record);
   d(res);
   if (!d.ok()) return Fail(EBADMSG);
   return res;

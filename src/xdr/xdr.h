@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -69,10 +70,16 @@ struct BoundedString {
 class XdrDecoder {
  public:
   static constexpr bool kDecoding = true;
-  explicit XdrDecoder(std::span<const std::byte> in) : p_(in.data()), end_(in.data() + in.size()) {}
+  // `owner`, if given, keeps `in` alive: every decoded Opaque (a view into `in`)
+  // holds a reference to it, so decoded values may outlive the decoder's caller.
+  explicit XdrDecoder(std::span<const std::byte> in, std::shared_ptr<const void> owner = nullptr)
+      : p_(in.data()), end_(in.data() + in.size()), owner_(std::move(owner)) {}
 
   bool ok() const { return ok_; }
-  void Fail() { ok_ = false; p_ = end_; }
+  void Fail() {
+    ok_ = false;
+    p_ = end_;
+  }
   size_t remaining() const { return static_cast<size_t>(end_ - p_); }
   const std::byte* position() const { return p_; }
 
@@ -93,10 +100,8 @@ class XdrDecoder {
     v = (u == 1);
   }
   template <class E>
-    requires std::is_enum_v<E>
-  void operator()(E& v) {
-    v = static_cast<E>(Take32());
-  }
+  requires std::is_enum_v<E>
+  void operator()(E& v) { v = static_cast<E>(Take32()); }
   template <size_t N>
   void operator()(std::array<std::byte, N>& v) {
     const std::byte* p = Take(N + Pad4(N));
@@ -117,7 +122,10 @@ class XdrDecoder {
     v.value.assign(s);
   }
   // Variable-length opaque with no protocol maximum beyond the record itself.
-  void operator()(Opaque& v) { v.bytes = OpaqueView(UINT32_MAX); }
+  void operator()(Opaque& v) {
+    v.bytes = OpaqueView(UINT32_MAX);
+    v.owner = owner_;
+  }
   void operator()(std::vector<std::byte>& v) {
     auto b = OpaqueView(UINT32_MAX);
     v.assign(b.begin(), b.end());
@@ -135,10 +143,8 @@ class XdrDecoder {
   }
   // Bodies of structs: dispatch to the type's Xdr() description.
   template <class T>
-    requires requires(XdrDecoder& d, T& t) { Xdr(d, t); }
-  void operator()(T& v) {
-    Xdr(*this, v);
-  }
+  requires requires(XdrDecoder& d, T& t) { Xdr(d, t); }
+  void operator()(T& v) { Xdr(*this, v); }
 
   // Counted array with a maximum element count.
   template <class T>
@@ -181,6 +187,7 @@ class XdrDecoder {
 
   const std::byte* p_;
   const std::byte* end_;
+  std::shared_ptr<const void> owner_;
   bool ok_ = true;
 };
 
@@ -203,10 +210,8 @@ class XdrEncoder {
   void operator()(int64_t v) { (*this)(static_cast<uint64_t>(v)); }
   void operator()(bool v) { (*this)(uint32_t{v ? 1u : 0u}); }
   template <class E>
-    requires std::is_enum_v<E>
-  void operator()(E v) {
-    (*this)(static_cast<uint32_t>(v));
-  }
+  requires std::is_enum_v<E>
+  void operator()(E v) { (*this)(static_cast<uint32_t>(v)); }
   template <size_t N>
   void operator()(const std::array<std::byte, N>& v) {
     Raw(v);
@@ -235,7 +240,7 @@ class XdrEncoder {
     if (v) (*this)(*v);
   }
   template <class T>
-    requires requires(XdrEncoder& e, T& t) { Xdr(e, t); }
+  requires requires(XdrEncoder& e, T& t) { Xdr(e, t); }
   void operator()(const T& v) {
     // Descriptions take T& so one function serves both directions; encoding never writes.
     Xdr(*this, const_cast<T&>(v));
