@@ -15,6 +15,7 @@
 
 #include "base/logging.h"
 #include "rpc/record_marking.h"
+#include "rpc/send_no_signal.h"
 
 namespace nfsx::rpc {
 namespace {
@@ -174,7 +175,7 @@ bool RpcClient::FlushLocked() {
       skip = 0;
       if (iov.size() >= 256) break;
     }
-    ssize_t n = ::writev(fd_, iov.data(), static_cast<int>(std::min<size_t>(iov.size(), IOV_MAX)));
+    ssize_t n = SendNoSignal(fd_, iov.data(), iov.size());
     if (n < 0) {
       if (errno == EAGAIN || errno == EINTR) return false;
       return false;  // the reader notices the broken connection
@@ -216,8 +217,7 @@ bool RpcClient::ReconnectLocked() {
   }
   fd_ = *fd;
   counters_.reconnects.fetch_add(1);
-  log::Debug("rpc client: reconnected to {}:{}, resending {} calls", host_, port_,
-             pending_.size());
+  log::Debug("rpc client: reconnected to {}:{}, resending {} calls", host_, port_, pending_.size());
   send_queue_.clear();
   send_offset_ = 0;
   for (auto& [xid, p] : pending_) {

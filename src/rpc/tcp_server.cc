@@ -18,6 +18,7 @@
 
 #include "base/logging.h"
 #include "rpc/record_marking.h"
+#include "rpc/send_no_signal.h"
 
 namespace nfsx::rpc {
 namespace {
@@ -201,7 +202,8 @@ void TcpServer::IoThread::Run() {
       log::Error("epoll_wait: {}", std::strerror(errno));
       break;
     }
-    for (int i = 0; i < n; ++i) static_cast<EpollItem*>(events[i].data.ptr)->OnEvent(events[i].events);
+    for (int i = 0; i < n; ++i)
+      static_cast<EpollItem*>(events[i].data.ptr)->OnEvent(events[i].events);
     graveyard_.clear();
   }
 }
@@ -216,8 +218,8 @@ void TcpServer::IoThread::OnEvent(uint32_t) {
     adopted.swap(pending_);
   }
   for (auto& [fd, peer] : adopted) {
-    auto conn = std::make_shared<Connection>(this, fd, std::move(peer),
-                                             server_->options_.max_record);
+    auto conn =
+        std::make_shared<Connection>(this, fd, std::move(peer), server_->options_.max_record);
     conns_[fd] = conn;
     conn->Register();
   }
@@ -239,8 +241,8 @@ void TcpServer::IoThread::Listener::OnEvent(uint32_t) {
   for (;;) {
     sockaddr_storage ss{};
     socklen_t len = sizeof(ss);
-    int fd = accept4(listen_fd, reinterpret_cast<sockaddr*>(&ss), &len,
-                     SOCK_NONBLOCK | SOCK_CLOEXEC);
+    int fd =
+        accept4(listen_fd, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno != EAGAIN && errno != EINTR) log::Warn("accept: {}", std::strerror(errno));
       return;
@@ -378,7 +380,7 @@ void TcpServer::Connection::FlushLocked() {
       skip = 0;
       if (iov.size() >= 256) break;
     }
-    ssize_t n = ::writev(fd_, iov.data(), static_cast<int>(std::min<size_t>(iov.size(), IOV_MAX)));
+    ssize_t n = SendNoSignal(fd_, iov.data(), iov.size());
     if (n < 0) {
       if (errno == EAGAIN || errno == EINTR) break;
       log::Debug("{}:{}: write failed: {}", peer_.host, peer_.port, std::strerror(errno));
@@ -413,8 +415,7 @@ bool TcpServer::Connection::ShouldPauseLocked() const {
 void TcpServer::Connection::UpdateInterestLocked() {
   if (closed_) return;
   read_paused_ = ShouldPauseLocked();
-  uint32_t want = (read_paused_ ? 0u : uint32_t{EPOLLIN}) |
-                  (want_out_ ? uint32_t{EPOLLOUT} : 0u);
+  uint32_t want = (read_paused_ ? 0u : uint32_t{EPOLLIN}) | (want_out_ ? uint32_t{EPOLLOUT} : 0u);
   if (want != interest_) {
     thread_->Modify(fd_, this, want);
     interest_ = want;
@@ -497,9 +498,8 @@ Result<uint16_t> TcpServer::Listen(const std::string& address, uint16_t port) {
   sockaddr_storage ss{};
   socklen_t len = sizeof(ss);
   getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
-  uint16_t bound = ntohs(ss.ss_family == AF_INET6
-                             ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
-                             : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  uint16_t bound = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
+                                                  : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
   listen_fds_.push_back(fd);
   auto listener = std::make_unique<IoThread::Listener>();
   listener->server = this;
