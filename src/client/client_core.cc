@@ -1,9 +1,8 @@
 // ClientCore: mounting, the inode table, attributes and the consistency tracker.
 #include "client/client_core.h"
 
-#include <unistd.h>
-
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include "base/logging.h"
 #include "proto/mount3_types.h"
@@ -85,8 +84,9 @@ Result<std::unique_ptr<ClientCore>> ClientCore::Mount(const NfsUrl& url, std::st
   // MOUNT: the longest prefix of the path that the server agrees to mount.
   auto mnt = rpc::RpcClient::Connect(url.host, mount_port, ro);
   if (!mnt) {
-    if (error) *error = fmt::format("cannot reach MOUNT at {}:{}: {}", url.host, mount_port,
-                                    ErrorString(mnt.error()));
+    if (error)
+      *error = fmt::format("cannot reach MOUNT at {}:{}: {}", url.host, mount_port,
+                           ErrorString(mnt.error()));
     return std::unexpected(mnt.error());
   }
   std::vector<std::string> parts = Split(url.path);
@@ -97,8 +97,8 @@ Result<std::unique_ptr<ClientCore>> ClientCore::Mount(const NfsUrl& url, std::st
     std::string path = "/";
     for (size_t i = 0; i < used; ++i) path += (i ? "/" : "") + parts[i];
     mount3::dirpath dp{path};
-    auto r = CallSync<mount3::mountres3>(**mnt, mount3::MOUNT_PROGRAM, mount3::MOUNT_V3, 1, cred,
-                                         dp);
+    auto r =
+        CallSync<mount3::mountres3>(**mnt, mount3::MOUNT_PROGRAM, mount3::MOUNT_V3, 1, cred, dp);
     if (!r) {
       if (error) *error = fmt::format("MNT {}: {}", path, ErrorString(r.error()));
       return std::unexpected(r.error());
@@ -112,8 +112,9 @@ Result<std::unique_ptr<ClientCore>> ClientCore::Mount(const NfsUrl& url, std::st
   }
   if (!root) {
     int err = ErrnoFromNfsStat(static_cast<nfsstat3>(last));
-    if (error) *error = fmt::format("server {} refused to mount {}: {}", url.host, url.path,
-                                    ErrorString(Error{err}));
+    if (error)
+      *error = fmt::format("server {} refused to mount {}: {}", url.host, url.path,
+                           ErrorString(Error{err}));
     return Fail(err);
   }
   rest->clear();
@@ -121,8 +122,9 @@ Result<std::unique_ptr<ClientCore>> ClientCore::Mount(const NfsUrl& url, std::st
 
   auto channel = Channel::Open(url.host, nfs_port, o.nconnect, ro, cred);
   if (!channel) {
-    if (error) *error = fmt::format("cannot reach NFS at {}:{}: {}", url.host, nfs_port,
-                                    ErrorString(channel.error()));
+    if (error)
+      *error = fmt::format("cannot reach NFS at {}:{}: {}", url.host, nfs_port,
+                           ErrorString(channel.error()));
     return std::unexpected(channel.error());
   }
   core->channel_ = std::move(*channel);
@@ -132,8 +134,9 @@ Result<std::unique_ptr<ClientCore>> ClientCore::Mount(const NfsUrl& url, std::st
     if (error) *error = fmt::format("FSINFO: {}", ErrorString(Error{err}));
     return Fail(err);
   }
+  // Like Linux: the server's preference up to 1 MiB unless asked for more.
   auto pick = [](uint32_t asked, uint32_t pref, uint32_t max) {
-    uint32_t v = asked ? asked : (pref ? pref : max);
+    uint32_t v = asked ? asked : std::min<uint32_t>(pref ? pref : max, 1u << 20);
     if (max) v = std::min(v, max);
     v = std::min<uint32_t>(v, 16u << 20);
     return std::max<uint32_t>(4096, v / 4096 * 4096);
@@ -147,7 +150,8 @@ Result<std::unique_ptr<ClientCore>> ClientCore::Mount(const NfsUrl& url, std::st
     return Fail(err);
   }
   core->root_ = core->Intern(*root, attr->resok.obj_attributes);
-  for (int i = 0; i < 2; ++i) core->bg_threads_.emplace_back([c = core.get()] { c->BackgroundLoop(); });
+  for (int i = 0; i < 2; ++i)
+    core->bg_threads_.emplace_back([c = core.get()] { c->BackgroundLoop(); });
   return core;
 }
 
@@ -226,7 +230,8 @@ Stat ClientCore::ToStat(const fattr3& f) {
   return s;
 }
 
-ConsistencyTracker::Token ClientCore::BeginCall(const InodePtr& ino, ConsistencyTracker::Kind kind) {
+ConsistencyTracker::Token ClientCore::BeginCall(const InodePtr& ino,
+                                                ConsistencyTracker::Kind kind) {
   std::lock_guard lock(ino->mu);
   return ino->tracker.Begin(kind);
 }
@@ -332,8 +337,8 @@ Result<Stat> ClientCore::SetAttr(const InodePtr& ino, const SetAttrs& a) {
   };
   s.atime = time(a.atime_how, a.atime);
   s.mtime = time(a.mtime_how, a.mtime);
-  bool any = s.mode || s.uid || s.gid || s.atime.set_it != DONT_CHANGE ||
-             s.mtime.set_it != DONT_CHANGE;
+  bool any =
+      s.mode || s.uid || s.gid || s.atime.set_it != DONT_CHANGE || s.mtime.set_it != DONT_CHANGE;
   if (any) {
     // Times set by the client must not be overtaken by our own unsent writes.
     if (s.mtime.set_it != DONT_CHANGE) {
