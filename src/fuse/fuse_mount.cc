@@ -1,0 +1,188 @@
+#include "fuse/fuse_mount.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <climits>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "base/logging.h"
+#include "client/url.h"
+#include "fuse/nfs_fuse.h"
+
+namespace nfsx::fuse {
+
+using client::InodePtr;
+
+namespace {
+
+// libfuse reports why a mount failed only through its log: keep the last error
+// line for our one-line message, send the rest to our log.
+std::mutex g_fuse_log_mu;
+std::string g_fuse_last_error;
+
+void FuseLog(enum fuse_log_level level, const char* fmt, va_list ap) {
+  char buf[1024];
+  std::vsnprintf(buf, sizeof(buf), fmt, ap);
+  std::string line(buf);
+  while (!line.empty() && line.back() == '\n') line.pop_back();
+  if (level <= FUSE_LOG_ERR) {
+    std::lock_guard lock(g_fuse_log_mu);
+    g_fuse_last_error = line;
+  }
+  if (level == FUSE_LOG_DEBUG) {
+    std::fprintf(stderr, "%s\n", line.c_str());  // -o debug: libfuse's request trace
+  } else if (level <= FUSE_LOG_ERR) {
+    log::Debug("libfuse: {}", line);
+  } else {
+    log::Info("libfuse: {}", line);
+  }
+}
+
+std::string LastFuseError() {
+  std::lock_guard lock(g_fuse_log_mu);
+  return g_fuse_last_error;
+}
+
+std::vector<std::string> Components(std::string_view path) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string_view::npos) j = path.size();
+    if (j > i) out.emplace_back(path.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
+}
+
+// libfuse option values escape ',' and '\'.
+std::string EscapeOption(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == ',' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
+void BlockStopSignals(int how) {
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, SIGINT);
+  sigaddset(&s, SIGTERM);
+  sigaddset(&s, SIGHUP);
+  pthread_sigmask(how, &s, nullptr);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<FuseMount>> FuseMount::Create(const std::string& url,
+                                                     const std::string& mountpoint,
+                                                     const std::string& options,
+                                                     std::string* error) {
+  auto fail = [&](int code, std::string what) -> Result<std::unique_ptr<FuseMount>> {
+    if (error) *error = std::move(what);
+    return Fail(code);
+  };
+  std::string why;
+  auto parsed = client::ParseNfsUrl(url, ClientOptions{}, &why);
+  if (!parsed) return fail(parsed.error().code, fmt::format("bad URL '{}': {}", url, why));
+  MountOptions mo;
+  if (auto r = ParseMountOptions(options, &mo, &parsed->options, &why); !r) {
+    return fail(r.error().code, why);
+  }
+  char resolved[PATH_MAX];
+  struct stat st;
+  if (!realpath(mountpoint.c_str(), resolved) || stat(resolved, &st) != 0) {
+    return fail(errno, fmt::format("mountpoint {}: {}", mountpoint, std::strerror(errno)));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return fail(ENOTDIR, fmt::format("mountpoint {}: {}", mountpoint, std::strerror(ENOTDIR)));
+  }
+  std::unique_ptr<FuseMount> m(new FuseMount());
+  m->mountpoint_ = resolved;
+  m->max_threads_ = mo.max_threads;
+
+  // The client's threads must never take the stop signals: the loop's thread
+  // waits for them (libfuse blocks them in its own workers).
+  BlockStopSignals(SIG_BLOCK);
+  std::string rest;
+  auto core = client::ClientCore::Mount(*parsed, &rest, &why);
+  if (!core) return fail(core.error().code, why);
+  InodePtr root = (*core)->root();
+  std::string walked;
+  for (const std::string& name : Components(rest)) {
+    walked += "/" + name;
+    auto next = (*core)->Lookup(root, name);
+    int err = !next ? next.error().code : (*next)->type() != nfs3::NF3DIR ? ENOTDIR : 0;
+    if (err) {
+      return fail(err,
+                  fmt::format("{} on {}: {}{}", parsed->path, parsed->host, ErrorString(Error{err}),
+                              walked.size() < rest.size() + 1 ? " (at " + walked + ")" : ""));
+    }
+    root = *next;
+  }
+  std::string source = fmt::format("{}:{}", parsed->host, parsed->path);
+  m->fs_ = std::make_unique<NfsFuse>(std::move(*core), root, mo, source);
+
+  std::string fuse_opts = fmt::format("fsname={},subtype=nfsx", EscapeOption(source));
+  if (mo.allow_other) fuse_opts += ",allow_other";
+  if (mo.default_permissions) fuse_opts += ",default_permissions";
+  if (mo.read_only) fuse_opts += ",ro";
+  std::vector<std::string> argv_s = {"nfsx", "-o", fuse_opts};
+  if (mo.debug) argv_s.push_back("-d");
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  fuse_args args{static_cast<int>(argv.size()), argv.data(), 0};
+  fuse_set_log_func(FuseLog);
+  const fuse_lowlevel_ops& ops = NfsFuse::Ops();
+  m->se_ = fuse_session_new(&args, &ops, sizeof(ops), m->fs_.get());
+  fuse_opt_free_args(&args);
+  if (!m->se_) return fail(EINVAL, "cannot create a FUSE session: " + LastFuseError());
+  if (fuse_session_mount(m->se_, m->mountpoint_.c_str()) != 0) {
+    std::string reason = LastFuseError();
+    fuse_session_destroy(m->se_);
+    m->se_ = nullptr;
+    return fail(EPERM, fmt::format("cannot mount FUSE file system on {}: {}", m->mountpoint_,
+                                   reason.empty() ? "unknown error" : reason));
+  }
+  log::Info("fuse: mounted {} on {}", source, m->mountpoint_);
+  return m;
+}
+
+FuseMount::~FuseMount() {
+  if (se_) {
+    fuse_session_unmount(se_);
+    fuse_session_destroy(se_);
+  }
+}
+
+int FuseMount::Run() {
+  if (fuse_set_signal_handlers(se_) != 0) log::Warn("fuse: cannot install signal handlers");
+  fs_->Start(se_);
+  BlockStopSignals(SIG_UNBLOCK);
+  fuse_loop_config* cfg = fuse_loop_cfg_create();
+  fuse_loop_cfg_set_clone_fd(cfg, 1);
+  fuse_loop_cfg_set_max_threads(cfg, static_cast<unsigned>(max_threads_));
+  fuse_loop_cfg_set_idle_threads(cfg, static_cast<unsigned>(std::min(max_threads_, 8)));
+  int rc = fuse_session_loop_mt(se_, cfg);
+  fuse_loop_cfg_destroy(cfg);
+  fuse_remove_signal_handlers(se_);
+  if (rc != 0) log::Info("fuse: request loop ended ({})", rc);
+  // After a signal the file system is still mounted; after umount this does nothing.
+  fuse_session_unmount(se_);
+  auto flushed = fs_->Shutdown();
+  fuse_session_destroy(se_);
+  se_ = nullptr;
+  log::Info("fuse: unmounted {}", mountpoint_);
+  return flushed ? 0 : 1;
+}
+
+}  // namespace nfsx::fuse

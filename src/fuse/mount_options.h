@@ -1,0 +1,34 @@
+// Options of `nfsx mount -o a,b=c,...`: the client's own (attribute cache,
+// transfer sizes, identity: the URL query names) and the mount's (ro, direct_io,
+// allow_other...). See docs/fuse.md for the list and what each one does.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "nfsx/options.h"
+#include "nfsx/result.h"
+
+namespace nfsx::fuse {
+
+struct MountOptions {
+  bool read_only = false;
+  // Every open bypasses the kernel page cache (FOPEN_DIRECT_IO); shared mmap then fails.
+  bool direct_io = false;
+  bool allow_other = false;
+  bool default_permissions = false;
+  // The kernel's write-back cache: faster small writes, but the kernel then trusts its
+  // own file size and never sees another client's (docs/fuse.md).
+  bool writeback_cache = false;
+  bool splice = true;
+  bool debug = false;  // libfuse prints every request
+  int max_threads = 32;
+};
+
+// Applies a comma-separated -o list. Client options (actimeo=, noac, nconnect=,
+// rsize=, wsize=, uid=, gid=, ...) go to `client`, after whatever the URL set.
+// Unknown names are an error that *error explains.
+Result<void> ParseMountOptions(std::string_view list, MountOptions* mount, ClientOptions* client,
+                               std::string* error);
+
+}  // namespace nfsx::fuse

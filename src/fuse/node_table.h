@@ -1,0 +1,100 @@
+// NodeTable: the inodes the kernel knows, by FUSE node id, with their lookup
+// counts (FUSE's reference counts: every entry reply adds one, FORGET removes).
+//
+// Node ids are the server's fileids, so `ls -i` shows what the server has and a
+// file keeps its number for the life of the mount. Every name of a file maps
+// to the one client Inode (the client interns by file handle), hence to one
+// node: both names of a hard link show the same st_ino and the same nlink. The
+// ids 0 and 1 (FUSE_ROOT_ID), the export root's fileid, and a fileid already
+// taken by another handle (an export spanning file systems, or a fileid reused
+// while the kernel still holds the old file) get a synthetic id instead.
+//
+// Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "client/inode.h"
+
+namespace nfsx::fuse {
+
+struct Node {
+  Node(uint64_t id, uint64_t st_ino, uint64_t gen, client::InodePtr i)
+      : nodeid(id), ino_number(st_ino), generation(gen), ino(std::move(i)) {}
+
+  const uint64_t nodeid;
+  const uint64_t ino_number;  // st_ino: the nodeid, except the root's (its fileid)
+  const uint64_t generation;
+  const client::InodePtr ino;
+
+  // Open file handles; an unlinked file that is still open is kept under a
+  // hidden name until the last one closes (as the Linux NFS client does).
+  std::atomic<int> opens{0};
+  // Bumped each time the client finds someone else changed the file; an open
+  // keeps the kernel's page cache only if nothing happened since the last open.
+  std::atomic<uint64_t> foreign_changes{0};
+  std::atomic<uint64_t> changes_at_open{0};
+
+  // Names (directory, name) the file was hidden under when its last link was
+  // removed while open; removed at the last close.
+  std::mutex hidden_mu;
+  std::vector<std::pair<client::InodePtr, std::string>> hidden;  // GUARDED_BY(hidden_mu)
+  std::atomic<bool> unlinked{false};  // stat shows one link fewer, as for a local file
+};
+using NodePtr = std::shared_ptr<Node>;
+
+class NodeTable {
+ public:
+  explicit NodeTable(client::InodePtr root);
+
+  // The node the kernel refers to, or null (the kernel never sends an id it was
+  // not given, but a stale one after an error path is answered with ESTALE).
+  NodePtr Get(uint64_t nodeid) const;
+  // The node for `ino`, its lookup count raised by one: call it right before an
+  // entry reply, and Forget(id, 1) if the reply fails.
+  NodePtr Ref(const client::InodePtr& ino);
+  // The node for `ino` if the kernel knows it (no reference taken).
+  NodePtr Find(const client::Inode* ino) const;
+  // The st_ino that `ino` has or would get (readdir d_ino without a lookup).
+  uint64_t PeekIno(const client::InodePtr& ino) const;
+  // Drops `n` lookups; the node goes at zero (the root never does).
+  void Forget(uint64_t nodeid, uint64_t n);
+
+  // What the kernel's dentries point at: (dir node, name) -> node id, 0 for a
+  // negative entry. Used to find the file an unlink or rename replaces; a stale
+  // answer costs a LOOKUP, never a wrong result.
+  void NoteName(uint64_t parent, const std::string& name, uint64_t child);
+  uint64_t FindName(uint64_t parent, const std::string& name) const;
+  void DropName(uint64_t parent, const std::string& name);
+  // Names cached under `parent` (to invalidate the kernel's dentries when someone
+  // else changed the directory).
+  std::vector<std::string> NamesUnder(uint64_t parent) const;
+
+  size_t size() const;
+
+ private:
+  uint64_t PickId(uint64_t fileid);  // REQUIRES: mu_ held
+
+  mutable std::mutex mu_;
+  struct Entry {
+    NodePtr node;
+    uint64_t nlookup = 0;
+  };
+  std::unordered_map<uint64_t, Entry> nodes_;                    // GUARDED_BY(mu_)
+  std::unordered_map<const client::Inode*, uint64_t> by_inode_;  // GUARDED_BY(mu_)
+  // GUARDED_BY(mu_): per directory node, name -> node id.
+  std::unordered_map<uint64_t, std::unordered_map<std::string, uint64_t>> names_;
+  size_t name_count_ = 0;  // GUARDED_BY(mu_)
+  uint64_t root_fileid_;
+  uint64_t next_synthetic_ = uint64_t{1} << 62;  // GUARDED_BY(mu_)
+  uint64_t next_generation_ = 1;                 // GUARDED_BY(mu_)
+};
+
+}  // namespace nfsx::fuse

@@ -1,0 +1,255 @@
+// NfsFuse: open files — create, open, read, write, flush, fsync, release.
+#include <fcntl.h>
+
+#include <vector>
+
+#include "base/logging.h"
+#include "fuse/direct_read.h"
+#include "fuse/nfs_fuse.h"
+
+namespace nfsx::fuse {
+
+using client::InodePtr;
+using client::WriteMode;
+using namespace nfs3;
+
+struct NfsFuse::FileHandle {
+  NodePtr node;
+  int flags = 0;
+  client::ReadAhead ra;
+};
+
+namespace {
+
+bool Writable(int flags) { return (flags & O_ACCMODE) != O_RDONLY; }
+
+}  // namespace
+
+Result<void> NfsFuse::CheckOpen(const InodePtr& ino, int flags) {
+  // With default_permissions the kernel has checked the mode bits already.
+  if (options_.default_permissions || ino->type() != NF3REG) return {};
+  uint32_t want = 0;
+  if ((flags & O_ACCMODE) != O_WRONLY) want |= ACCESS3_READ;
+  if (Writable(flags)) want |= ACCESS3_MODIFY;
+  auto granted = core_->Access(ino, want);
+  if (!granted) return std::unexpected(granted.error());
+  if ((*granted & want) != want) return Fail(EACCES);
+  return {};
+}
+
+void NfsFuse::Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  NodePtr node = NodeOr(req, ino);
+  if (!node) return;
+  // Close-to-open: see what other clients did since we last looked.
+  if (core_->options().cto) {
+    if (auto r = core_->Revalidate(node->ino); !r) {
+      fuse_reply_err(req, r.error().code);
+      return;
+    }
+  }
+  if (auto r = CheckOpen(node->ino, fi->flags); !r) {
+    fuse_reply_err(req, r.error().code);
+    return;
+  }
+  if ((fi->flags & O_TRUNC) && Writable(fi->flags)) {  // FUSE_CAP_ATOMIC_O_TRUNC
+    if (auto r = core_->Truncate(node->ino, 0); !r) {
+      fuse_reply_err(req, r.error().code);
+      return;
+    }
+  }
+  // The kernel's pages of the file are good unless someone else changed the
+  // file since the kernel last opened it. If so, its attributes (the size
+  // above all) are stale too: drop them now, synchronously, so that the first
+  // read after this open sees the new size. Attributes only: no page locks are
+  // involved, so this cannot deadlock with requests in flight.
+  uint64_t changes = node->foreign_changes.load();
+  bool unchanged = node->changes_at_open.exchange(changes) == changes;
+  if (!unchanged && se_) (void)fuse_lowlevel_notify_inval_inode(se_, ino, -1, 0);
+  fi->keep_cache = unchanged;
+  fi->direct_io = options_.direct_io;
+  auto* h = new FileHandle{node, fi->flags, {}};
+  fi->fh = reinterpret_cast<uint64_t>(h);
+  node->opens.fetch_add(1);
+  if (fuse_reply_open(req, fi) != 0) {  // interrupted: no release will come
+    node->opens.fetch_sub(1);
+    delete h;
+  }
+}
+
+void NfsFuse::Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
+                     fuse_file_info* fi) {
+  NodePtr dir = NodeOr(req, parent);
+  if (!dir) return;
+  // GUARDED, so that a file another client created meanwhile is opened as it
+  // is (O_CREAT without O_EXCL), never re-created or chmod-ed.
+  InodePtr ino;
+  auto c = core_->Create(dir->ino, name, mode & 07777, /*exclusive=*/true, /*truncate=*/false);
+  if (c) {
+    ino = *c;
+  } else if (c.error().code == EEXIST && !(fi->flags & O_EXCL)) {
+    auto l = core_->Lookup(dir->ino, name);
+    if (!l) {
+      fuse_reply_err(req, l.error().code);
+      return;
+    }
+    ino = *l;
+    int err = ino->type() == NF3DIR ? EISDIR : ino->type() != NF3REG ? EEXIST : 0;
+    if (!err) {
+      if (auto r = CheckOpen(ino, fi->flags); !r) err = r.error().code;
+    }
+    if (!err && (fi->flags & O_TRUNC) && Writable(fi->flags)) {
+      if (auto r = core_->Truncate(ino, 0); !r) err = r.error().code;
+    }
+    if (err) {
+      fuse_reply_err(req, err);
+      return;
+    }
+  } else {
+    fuse_reply_err(req, c.error().code);
+    return;
+  }
+  auto st = core_->GetAttr(ino);
+  if (!st) {
+    fuse_reply_err(req, st.error().code);
+    return;
+  }
+  NodePtr node = table_.Ref(ino);
+  fuse_entry_param e{};
+  e.ino = node->nodeid;
+  e.generation = node->generation;
+  FillAttr(*st, *node, &e.attr);
+  e.attr_timeout = AttrTimeout(*ino);
+  e.entry_timeout = EntryTimeout();
+  table_.NoteName(parent, name, node->nodeid);
+  node->changes_at_open.store(node->foreign_changes.load());
+  fi->keep_cache = 1;
+  fi->direct_io = options_.direct_io;
+  auto* h = new FileHandle{node, fi->flags, {}};
+  fi->fh = reinterpret_cast<uint64_t>(h);
+  node->opens.fetch_add(1);
+  if (fuse_reply_create(req, &e, fi) != 0) {
+    node->opens.fetch_sub(1);
+    delete h;
+    table_.Forget(node->nodeid, 1);
+  }
+}
+
+void NfsFuse::Read(fuse_req_t req, size_t size, off_t off, fuse_file_info* fi) {
+  auto* h = reinterpret_cast<FileHandle*>(fi->fh);
+  // One buffer per worker thread: requests are at most max_read/max_write.
+  thread_local std::vector<std::byte> buf;
+  if (buf.size() < size) buf.resize(size);
+  // O_DIRECT can be set after open (fcntl); the request carries the current flags.
+  std::span<std::byte> out(buf.data(), size);
+  bool direct = options_.direct_io || (fi->flags & O_DIRECT);
+  const InodePtr& ino = h->node->ino;
+  if (!direct && ino->dirty_bytes.load() > 0) {
+    // Bytes that exist only in our dirty pages past the server's end of file (a
+    // hole written beyond it) cannot be fetched, and ClientCore::Read then falls
+    // back to ReadDirect, which reads a freed reply buffer (see direct_read.h).
+    // Sending them first lets the READ return them.
+    uint64_t server_size;
+    {
+      std::lock_guard lock(ino->mu);
+      server_size = ino->tracker.attr().size;
+    }
+    if (static_cast<uint64_t>(off) + size > server_size) (void)core_->Flush(ino, false);
+  }
+  auto n = direct ? DirectRead(*core_, ino, static_cast<uint64_t>(off), out)
+                  : core_->Read(ino, static_cast<uint64_t>(off), out, false, &h->ra);
+  if (!n) {
+    fuse_reply_err(req, n.error().code);
+    return;
+  }
+  fuse_reply_buf(req, reinterpret_cast<const char*>(buf.data()), *n);
+}
+
+void NfsFuse::WriteBuf(fuse_req_t req, fuse_bufvec* bufv, off_t off, fuse_file_info* fi) {
+  auto* h = reinterpret_cast<FileHandle*>(fi->fh);
+  size_t size = fuse_buf_size(bufv);
+  std::span<const std::byte> data;
+  const fuse_buf& first = bufv->buf[bufv->idx];
+  if (bufv->count == 1 && !(first.flags & FUSE_BUF_IS_FD)) {
+    data = {static_cast<const std::byte*>(first.mem) + bufv->off, size};
+  } else {
+    // Spliced from the kernel (a pipe): one copy into memory, as a read() would.
+    thread_local std::vector<std::byte> buf;
+    if (buf.size() < size) buf.resize(size);
+    fuse_bufvec dst{};
+    dst.count = 1;
+    dst.buf[0].size = size;
+    dst.buf[0].mem = buf.data();
+    ssize_t got = fuse_buf_copy(&dst, bufv, static_cast<fuse_buf_copy_flags>(0));
+    if (got < 0) {
+      fuse_reply_err(req, static_cast<int>(-got));
+      return;
+    }
+    data = {buf.data(), static_cast<size_t>(got)};
+  }
+  const InodePtr& ino = h->node->ino;
+  Result<size_t> n;
+  if (fi->writepage) {
+    // Write-back of the kernel's page cache (mmap, or the write-back cache):
+    // positional whatever the flags of the file it came through.
+    n = core_->Write(ino, static_cast<uint64_t>(off), data, WriteMode::kBuffered);
+  } else if (fi->flags & O_APPEND) {
+    // At the server's end of file, as one FILE_SYNC WRITE (seed 001). If that is
+    // not where the kernel thought the end was (another client appended), the
+    // kernel cached these bytes at the wrong place: have it drop them.
+    auto at = core_->Append(ino, data);
+    if (at && *at != static_cast<uint64_t>(off)) OnForeignChange(ino);
+    n = at ? Result<size_t>(data.size()) : std::unexpected(at.error());
+  } else if (options_.direct_io || (fi->flags & O_DIRECT)) {
+    n = core_->Write(ino, static_cast<uint64_t>(off), data, WriteMode::kDirect);
+  } else if (fi->flags & (O_SYNC | O_DSYNC)) {
+    n = core_->Write(ino, static_cast<uint64_t>(off), data, WriteMode::kSync);
+  } else {
+    n = core_->Write(ino, static_cast<uint64_t>(off), data, WriteMode::kBuffered);
+  }
+  if (!n) {
+    fuse_reply_err(req, n.error().code);
+    return;
+  }
+  fuse_reply_write(req, *n);
+}
+
+void NfsFuse::Flush(fuse_req_t req, fuse_file_info* fi) {
+  auto* h = reinterpret_cast<FileHandle*>(fi->fh);
+  // Close-to-open: what was written is on the server's disk before close()
+  // returns, and a write-back error is reported by close().
+  Result<void> r;
+  if (Writable(h->flags) || h->node->ino->dirty_bytes.load() > 0) {
+    r = core_->Flush(h->node->ino, /*commit=*/true);
+  }
+  fuse_reply_err(req, r ? 0 : r.error().code);
+}
+
+void NfsFuse::Fsync(fuse_req_t req, fuse_file_info* fi) {
+  auto* h = reinterpret_cast<FileHandle*>(fi->fh);
+  auto r = core_->Flush(h->node->ino, /*commit=*/true);
+  fuse_reply_err(req, r ? 0 : r.error().code);
+}
+
+void NfsFuse::Release(fuse_req_t req, fuse_file_info* fi) {
+  auto* h = reinterpret_cast<FileHandle*>(fi->fh);
+  NodePtr node = std::move(h->node);
+  delete h;
+  // Pages of a shared mapping may have been written back after the last close.
+  if (node->ino->dirty_bytes.load() > 0) {
+    if (auto r = core_->Flush(node->ino, true); !r) {
+      log::Warn("fuse: write-back of file {} at release: {}", node->ino->fileid(),
+                ErrorString(r.error()));
+    }
+  }
+  if (node->opens.fetch_sub(1) == 1) {
+    bool hidden;
+    {
+      std::lock_guard lock(node->hidden_mu);
+      hidden = !node->hidden.empty();
+    }
+    if (hidden) ForgetHidden(node);
+  }
+  fuse_reply_err(req, 0);
+}
+
+}  // namespace nfsx::fuse

@@ -1,0 +1,163 @@
+# lib.sh - shared by the FUSE mount tests (sourced, not run). Each test gets its own
+# work directory, its own server on ports the kernel picks and its own mounts, so tests
+# can run in parallel.
+#
+# Environment (ctest sets these; see tests/fuse/tests.cmake):
+#   NFSX              the nfsx binary
+#   NFSX_FUSE_BIN     directory with the test programs (posix_suite, fsx)
+#   NFSX_KEEP_WORK=1  keep the work directory (logs) after the test
+#   NFSX_FSX_OPS      operations per fsx run (default 50000)
+#
+# Exit status: 0 passed, 1 failed, 77 skipped (ctest's SKIP_RETURN_CODE). A test skips,
+# saying why, where FUSE cannot be used (no /dev/fuse, no privilege to mount) or where
+# a peer cannot run; it never passes without having run.
+set -euo pipefail
+
+TEST_NAME=${TEST_NAME:-$(basename "$0" .sh)}
+SOURCE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
+NFSX=${NFSX:?set NFSX to the nfsx binary}
+NFSX_FUSE_BIN=${NFSX_FUSE_BIN:-$(dirname "$NFSX")}
+# Exports live on tmpfs when there is one: the tests are about the client and the mount,
+# and a server's fsync on a slow disk would only make them slower.
+BASE=${NFSX_TEST_TMP:-$([[ -d /dev/shm && -w /dev/shm ]] && echo /dev/shm || echo "${TMPDIR:-/tmp}")}
+WORK=$(mktemp -d "$BASE/nfsx-$TEST_NAME.XXXXXX")
+CHECKS=0
+SERVERS=()  # "kind pid"
+MOUNTS=()   # mountpoints to take down at exit
+
+note() { echo "[$TEST_NAME] $*"; }
+pass() { CHECKS=$((CHECKS + 1)); echo "[$TEST_NAME] ok: $*"; }
+fail() {
+	echo "[$TEST_NAME] FAIL: $*" >&2
+	exit 1
+}
+skip() {
+	echo "[$TEST_NAME] SKIP: $*"
+	exit 77
+}
+
+_cleanup() {
+	local rc=$? m entry kind pid
+	for m in "${MOUNTS[@]}"; do
+		[[ -n $m ]] || continue
+		fusermount3 -u "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+	done
+	for entry in "${SERVERS[@]}"; do
+		[[ -n $entry ]] || continue
+		read -r kind pid <<<"$entry"
+		case $kind in
+			nfsx) kill -TERM "$pid" 2>/dev/null || true ;;
+			ganesha) "$SOURCE_DIR/tests/peers/ganesha.sh" stop "$pid" || true ;;
+		esac
+	done
+	if ((rc != 0 && rc != 77)); then
+		for log in "$WORK"/*.log "$WORK"/*/*.log; do
+			[[ -f $log ]] || continue
+			echo "----- last lines of $log -----" >&2
+			tail -n 30 "$log" >&2
+		done
+	fi
+	if [[ ${NFSX_KEEP_WORK:-0} == 1 ]] || ((rc != 0 && rc != 77)); then
+		echo "[$TEST_NAME] work directory kept: $WORK" >&2
+	else
+		rm -rf "$WORK"
+	fi
+	if ((rc == 0)); then echo "[$TEST_NAME] PASSED ($CHECKS checks)"; fi
+	exit "$rc"
+}
+trap _cleanup EXIT
+trap 'exit 130' INT TERM
+
+# need_fuse: skip unless this machine can mount FUSE file systems at all.
+need_fuse() {
+	[[ -e /dev/fuse ]] || skip "/dev/fuse is absent: no FUSE in this kernel or container"
+	if ((EUID != 0)); then
+		command -v fusermount3 >/dev/null || skip "not root and fusermount3 is not installed"
+		[[ -r /dev/fuse && -w /dev/fuse ]] || skip "not root and /dev/fuse is not accessible"
+	fi
+	return 0
+}
+
+# start_server KIND NAME: an NFS server exporting a fresh directory, root not squashed.
+# KIND is nfsx or ganesha. Sets EXPORT_DIR (on the server's side) and URL (the export
+# root; append a path and options).
+start_server() {
+	local kind=$1 name=$2
+	EXPORT_DIR=$WORK/$name.export
+	mkdir -p "$EXPORT_DIR"
+	chmod 1777 "$EXPORT_DIR"
+	case $kind in
+		nfsx) start_nfsx "$name" ;;
+		ganesha) start_ganesha "$name" ;;
+		*) fail "unknown server kind $kind" ;;
+	esac
+}
+
+start_nfsx() {
+	local name=$1 ports=$WORK/$1.ports
+	local backend=localfs
+	((EUID == 0)) || backend=memfs  # localfs opens files by handle: root only
+	echo "$EXPORT_DIR 127.0.0.1(rw,no_root_squash,insecure)" >"$WORK/$name.exports"
+	"$NFSX" serve --exports "$WORK/$name.exports" --backend "$backend" --port 0 --mount-port 0 \
+		--state-dir "$WORK/$name.state" --ports-file "$ports" >"$WORK/$name.log" 2>&1 &
+	local pid=$!
+	SERVERS+=("nfsx $pid")
+	for _ in $(seq 200); do
+		if [[ -s $ports ]]; then
+			local nfs mnt
+			read -r nfs mnt _ <"$ports"
+			URL_BASE="nfs://127.0.0.1$EXPORT_DIR"
+			URL_QUERY="version=3&nfsport=$nfs&mountport=$mnt"
+			note "nfsx serve ($backend) on nfs $nfs, mount $mnt (pid $pid)"
+			return 0
+		fi
+		kill -0 "$pid" 2>/dev/null || fail "nfsx serve exited at start"
+		sleep 0.05
+	done
+	fail "nfsx serve did not start within 10 s"
+}
+
+start_ganesha() {
+	local name=$1 out rc=0
+	"$SOURCE_DIR/tests/peers/ganesha.sh" check >"$WORK/ganesha-check.log" 2>&1 || rc=$?
+	((rc == 0)) || { ((rc == 77)) && skip "$(cat "$WORK/ganesha-check.log")"; fail "ganesha.sh check failed"; }
+	out=$("$SOURCE_DIR/tests/peers/ganesha.sh" start "$EXPORT_DIR" "$WORK/$name.state") ||
+		fail "cannot start NFS-Ganesha"
+	local pid nfs mnt
+	read -r pid nfs mnt <<<"$out"
+	SERVERS+=("ganesha $pid")
+	URL_BASE="nfs://127.0.0.1/vfs"
+	URL_QUERY="version=3&nfsport=$nfs&mountport=$mnt"
+	note "NFS-Ganesha on nfs $nfs, mount $mnt (pid $pid)"
+}
+
+# url [PATH] [OPTIONS]: the URL of the last server started, PATH below its export.
+url() { echo "$URL_BASE${1:-}?$URL_QUERY${2:+&$2}"; }
+
+# mount_nfsx MOUNTPOINT URL [nfsx mount options...]: mounts in the background; skips
+# if the mount fails for lack of privilege, fails on any other error.
+mount_nfsx() {
+	local mnt=$1 u=$2 out rc=0
+	shift 2
+	mkdir -p "$mnt"
+	out=$("$NFSX" mount "$u" "$mnt" --log-file "$WORK/mount-$(basename "$mnt").log" "$@" 2>&1) ||
+		rc=$?
+	if ((rc != 0)); then
+		if grep -Eq "cannot mount FUSE file system.*(Operation not permitted|Permission denied|No such device|fuse: device not found|fusermount)" <<<"$out"; then
+			skip "FUSE mounts are not allowed here: $out"
+		fi
+		fail "nfsx mount $u $mnt: $out"
+	fi
+	MOUNTS+=("$mnt")
+	grep -q " $(realpath "$mnt") .* fuse.nfsx " /proc/self/mountinfo || fail "$mnt is not mounted"
+}
+
+# unmount_nfsx MOUNTPOINT: nfsx umount (flush, commit, unmount, wait for the daemon).
+unmount_nfsx() {
+	"$NFSX" umount "$1" || fail "nfsx umount $1"
+	MOUNTS=("${MOUNTS[@]/"$1"/}")
+	! grep -q " $(realpath "$1") " /proc/self/mountinfo || fail "$1 still mounted after nfsx umount"
+}
+
+# daemon_pid MOUNTPOINT: the pid of the process serving a mount.
+daemon_pid() { getfattr --only-values -n user.nfsx.pid "$1" 2>/dev/null || python3 -c "import os,sys; print(os.getxattr(sys.argv[1], 'user.nfsx.pid').decode())" "$1"; }

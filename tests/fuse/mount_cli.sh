@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The nfsx mount command line: errors are one line and a non-zero exit status (bad
+# URL, unknown option, missing mountpoint, server down, export refused, path not on
+# the server), ro mounts, mountstat, umount of a busy or foreign mount point, and a
+# foreground mount stopped by SIGTERM.
+TEST_NAME=fuse_mount_cli
+source "$(dirname "$0")/lib.sh"
+need_fuse
+start_server nfsx srv
+mkdir -p "$WORK/mnt"
+
+# expect_mount_error WHAT PATTERN ARGS...: nfsx mount ARGS fails with one line matching PATTERN.
+expect_mount_error() {
+	local what=$1 pattern=$2 out rc=0
+	shift 2
+	out=$("$NFSX" mount "$@" 2>&1) || rc=$?
+	((rc != 0)) || fail "$what: nfsx mount succeeded"
+	[[ $(wc -l <<<"$out") == 1 ]] || fail "$what: more than one line: $out"
+	grep -Eq -- "$pattern" <<<"$out" || fail "$what: '$out' does not say '$pattern'"
+	! grep -q " $WORK/mnt " /proc/self/mountinfo || fail "$what: something got mounted"
+	pass "$what: exit $rc, \"$out\""
+}
+
+expect_mount_error "bad URL" "^nfsx mount: bad URL" "http://127.0.0.1/x" "$WORK/mnt"
+expect_mount_error "unknown option" "unknown mount option 'nonsense'" "$(url)" "$WORK/mnt" -o nonsense
+expect_mount_error "missing mountpoint" "mountpoint .*No such file or directory" "$(url)" "$WORK/nowhere"
+# A port nothing listens on: take one from the kernel and close it again.
+dead=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+expect_mount_error "server down" "cannot reach .*Connection refused" \
+	"nfs://127.0.0.1$EXPORT_DIR?version=3&nfsport=$dead&mountport=$dead" "$WORK/mnt"
+expect_mount_error "export refused" "refused to mount /not/exported" \
+	"nfs://127.0.0.1/not/exported?$URL_QUERY" "$WORK/mnt"
+expect_mount_error "path not on the server" "/no/such/dir on 127.0.0.1: No such file.* \\(at /no\\)" \
+	"$(url /no/such/dir)" "$WORK/mnt"
+
+# Read-only.
+echo hello >"$EXPORT_DIR/file"
+mount_nfsx "$WORK/mnt" "$(url)" -o ro
+[[ $(cat "$WORK/mnt/file") == hello ]] || fail "ro mount cannot read"
+out=$(touch "$WORK/mnt/new" 2>&1) && fail "ro mount: touch succeeded"
+grep -q "Read-only file system" <<<"$out" || fail "ro mount: $out"
+pass "ro mount reads, and writes fail with EROFS"
+"$NFSX" mountstat "$WORK/mnt" >"$WORK/mountstat.out"
+grep -q "^nfsx mount of 127.0.0.1:$EXPORT_DIR" "$WORK/mountstat.out" &&
+	grep -q "^Client rpc stats:" "$WORK/mountstat.out" || fail "mountstat: $(cat "$WORK/mountstat.out")"
+pass "nfsx mountstat prints the table"
+
+# umount refuses a busy mount, then succeeds.
+(cd "$WORK/mnt" && sleep 3) &
+busy=$!
+sleep 0.5
+out=$("$NFSX" umount "$WORK/mnt" 2>&1) && fail "umount of a busy mount succeeded"
+grep -qi "busy" <<<"$out" || fail "busy umount: $out"
+pass "umount of a busy mount fails: $out"
+wait "$busy" # only this one: the server runs in the background too
+unmount_nfsx "$WORK/mnt"
+pass "umount once idle"
+out=$("$NFSX" umount "$WORK" 2>&1) && fail "umount of a plain directory succeeded"
+grep -q "not a mount point" <<<"$out" || fail "umount of a plain directory: $out"
+out=$("$NFSX" mountstat /proc 2>&1) && fail "mountstat of /proc succeeded"
+grep -q "not an nfsx mount (proc)" <<<"$out" || fail "mountstat of /proc: $out"
+pass "umount and mountstat refuse what is not an nfsx mount"
+
+# Foreground: serves until SIGTERM, then unmounts and exits 0.
+"$NFSX" mount -f "$(url)" "$WORK/mnt" >"$WORK/fg.log" 2>&1 &
+fg=$!
+for _ in $(seq 100); do grep -q " $WORK/mnt " /proc/self/mountinfo && break; sleep 0.05; done
+grep -q " $WORK/mnt " /proc/self/mountinfo || fail "foreground mount did not appear"
+echo via-fg >"$WORK/mnt/fg-file"
+kill -TERM "$fg"
+rc=0
+wait "$fg" || rc=$?
+((rc == 0)) || fail "foreground mount exited $rc at SIGTERM: $(tail -3 "$WORK/fg.log")"
+! grep -q " $WORK/mnt " /proc/self/mountinfo || fail "still mounted after SIGTERM"
+[[ $(cat "$EXPORT_DIR/fg-file") == via-fg ]] || fail "data written before SIGTERM is missing"
+pass "foreground mount: SIGTERM unmounts, flushes and exits 0"
