@@ -72,8 +72,8 @@ class ClientCore {
                           bool exclusive, bool truncate);
   Result<InodePtr> Mkdir(const InodePtr& dir, const std::string& name, uint32_t mode);
   Result<InodePtr> Symlink(const InodePtr& dir, const std::string& name, const std::string& target);
-  Result<InodePtr> Mknod(const InodePtr& dir, const std::string& name, FileType type,
-                         uint32_t mode, uint32_t major, uint32_t minor);
+  Result<InodePtr> Mknod(const InodePtr& dir, const std::string& name, FileType type, uint32_t mode,
+                         uint32_t major, uint32_t minor);
   Result<void> Remove(const InodePtr& dir, const std::string& name);
   Result<void> Rmdir(const InodePtr& dir, const std::string& name);
   Result<void> Rename(const InodePtr& from_dir, const std::string& from, const InodePtr& to_dir,
@@ -122,15 +122,15 @@ class ClientCore {
   Result<size_t> ReadDirect(const InodePtr& ino, uint64_t offset, std::span<std::byte> out);
   Result<size_t> WriteDirect(const InodePtr& ino, uint64_t offset, std::span<const std::byte> data);
 
-  // Write-back. REQUIRES: ino->flush_mu held.
+  // Write-back. REQUIRES: ino->flush_mu held (shared suffices to send new direct data).
   Result<void> SendDirty(const InodePtr& ino, nfs3::stable_how stable);
   Result<void> CommitAndVerify(const InodePtr& ino);
   // Sends `data` at `offset` as WRITEs of at most wsize, many in flight, and
   // records each reply's verifier as an UnstableExtent (unless FILE_SYNC came back).
-  Result<void> SendExtents(const InodePtr& ino,
-                           std::vector<std::pair<uint64_t, std::shared_ptr<std::vector<std::byte>>>> runs,
-                           nfs3::stable_how stable, bool resend,
-                           std::function<void(size_t)> on_written = nullptr);
+  Result<void> SendExtents(
+      const InodePtr& ino,
+      std::vector<std::pair<uint64_t, std::shared_ptr<std::vector<std::byte>>>> runs,
+      nfs3::stable_how stable, bool resend, std::function<void(size_t)> on_written = nullptr);
   void KickWriteback(const InodePtr& ino);
   void BackgroundLoop();
   void MaybeEvict();

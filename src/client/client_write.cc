@@ -258,22 +258,33 @@ Result<void> ClientCore::CommitAndVerify(const InodePtr& ino) {
 
 Result<size_t> ClientCore::WriteDirect(const InodePtr& ino, uint64_t offset,
                                        std::span<const std::byte> data) {
-  std::lock_guard fl(ino->flush_mu);
-  // Cached dirty data of the file goes first, so the direct write lands after it.
-  if (auto s = SendDirty(ino, UNSTABLE); !s) return std::unexpected(s.error());
-  ino->write_seq.fetch_add(1);
-  auto buf = std::make_shared<std::vector<std::byte>>(data.begin(), data.end());
-  if (auto s = SendExtents(ino, {{offset, buf}}, UNSTABLE, false); !s) {
-    return std::unexpected(s.error());
+  bool dirty;
+  {
+    std::lock_guard lock(ino->wb_mu);
+    dirty = !ino->dirty_pages.empty();
   }
-  ino->pages.DropRange(offset, offset + data.size());
-  ino->NoteWriteEnd(offset + data.size());
+  if (dirty) {
+    // Cached dirty data of the file goes first, so the direct write lands after it.
+    std::lock_guard fl(ino->flush_mu);
+    if (auto s = SendDirty(ino, UNSTABLE); !s) return std::unexpected(s.error());
+  }
+  {
+    std::shared_lock fl(ino->flush_mu);  // many direct writers of one file at once
+    ino->write_seq.fetch_add(1);
+    auto buf = std::make_shared<std::vector<std::byte>>(data.begin(), data.end());
+    if (auto s = SendExtents(ino, {{offset, buf}}, UNSTABLE, false); !s) {
+      return std::unexpected(s.error());
+    }
+    ino->pages.DropRange(offset, offset + data.size());
+    ino->NoteWriteEnd(offset + data.size());
+  }
   bool over;
   {
     std::lock_guard lock(ino->wb_mu);
     over = ino->unstable_bytes > options_.uncommitted_bytes;
   }
   if (over) {
+    std::lock_guard fl(ino->flush_mu);
     if (auto c = CommitAndVerify(ino); !c) return std::unexpected(c.error());
   }
   return data.size();

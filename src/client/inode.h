@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -27,8 +28,8 @@
 namespace nfsx::client {
 
 enum Invalid : uint32_t {
-  kInvalidData = 1u << 0,   // cached pages may be stale: drop them before use
-  kInvalidAttr = 1u << 1,   // cached attributes must be fetched again
+  kInvalidData = 1u << 0,    // cached pages may be stale: drop them before use
+  kInvalidAttr = 1u << 1,    // cached attributes must be fetched again
   kInvalidAccess = 1u << 2,  // cached ACCESS answers are stale
 };
 
@@ -62,8 +63,7 @@ class Inode {
   void ClearInvalid(uint32_t bits) { validity_.fetch_and(~bits, std::memory_order_release); }
   // Attributes are fresh until this steady-clock time (ns).
   bool AttrFresh(int64_t now_ns) const {
-    return now_ns < attr_expiry_ns_.load(std::memory_order_acquire) &&
-           !(validity() & kInvalidAttr);
+    return now_ns < attr_expiry_ns_.load(std::memory_order_acquire) && !(validity() & kInvalidAttr);
   }
 
   // ---- attributes, under mu ----
@@ -91,18 +91,20 @@ class Inode {
 
   // ---- write-back, under wb_mu ----
   std::mutex wb_mu;
-  std::set<uint64_t> dirty_pages;          // GUARDED_BY(wb_mu): page indexes
+  std::set<uint64_t> dirty_pages;               // GUARDED_BY(wb_mu): page indexes
   std::map<uint64_t, UnstableExtent> unstable;  // GUARDED_BY(wb_mu): by offset
-  uint64_t unstable_bytes = 0;                   // GUARDED_BY(wb_mu)
+  uint64_t unstable_bytes = 0;                  // GUARDED_BY(wb_mu)
   // REQUIRES: wb_mu. Records [offset, offset+e.len), replacing older bytes there.
   void AddUnstable(uint64_t offset, UnstableExtent e);
   // REQUIRES: wb_mu. Forgets unstable bytes in [from, to).
   void TrimUnstable(uint64_t from, uint64_t to);
-  int writes_in_flight = 0;                // GUARDED_BY(wb_mu)
-  int wb_error = 0;                        // GUARDED_BY(wb_mu): reported by the next fsync/close
+  int writes_in_flight = 0;  // GUARDED_BY(wb_mu)
+  int wb_error = 0;          // GUARDED_BY(wb_mu): reported by the next fsync/close
   std::condition_variable wb_cv;
   // One flusher at a time: sends are ordered, so a resend never overtakes newer data.
-  std::mutex flush_mu;
+  // O_DIRECT writes hold it shared: they run in parallel with each other, but never
+  // while a COMMIT's verifier check (which forgets every recorded extent) is running.
+  std::shared_mutex flush_mu;
   std::atomic<uint64_t> dirty_bytes{0};
   // Serialises O_APPEND writes of this client so each lands at the end.
   std::mutex append_mu;
