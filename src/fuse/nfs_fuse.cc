@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "base/logging.h"
+#include "fuse/type_bits.h"
 
 namespace nfsx::fuse {
 
@@ -15,26 +16,6 @@ using client::InodePtr;
 namespace {
 
 NfsFuse* Self(fuse_req_t req) { return static_cast<NfsFuse*>(fuse_req_userdata(req)); }
-
-mode_t TypeBits(FileType t) {
-  switch (t) {
-    case FileType::kRegular:
-      return S_IFREG;
-    case FileType::kDirectory:
-      return S_IFDIR;
-    case FileType::kBlockDevice:
-      return S_IFBLK;
-    case FileType::kCharDevice:
-      return S_IFCHR;
-    case FileType::kSymlink:
-      return S_IFLNK;
-    case FileType::kSocket:
-      return S_IFSOCK;
-    case FileType::kFifo:
-      return S_IFIFO;
-  }
-  return S_IFREG;
-}
 
 fuse_lowlevel_ops MakeOps() {
   fuse_lowlevel_ops o{};

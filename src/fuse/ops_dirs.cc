@@ -3,6 +3,7 @@
 
 #include "fuse/dir_listing.h"
 #include "fuse/nfs_fuse.h"
+#include "fuse/type_bits.h"
 
 namespace nfsx::fuse {
 
@@ -14,26 +15,7 @@ struct NfsFuse::DirHandle {
 
 namespace {
 
-mode_t DirentType(const DirItem& item) {
-  if (!item.type_known) return 0;
-  switch (item.type) {
-    case FileType::kRegular:
-      return S_IFREG;
-    case FileType::kDirectory:
-      return S_IFDIR;
-    case FileType::kBlockDevice:
-      return S_IFBLK;
-    case FileType::kCharDevice:
-      return S_IFCHR;
-    case FileType::kSymlink:
-      return S_IFLNK;
-    case FileType::kSocket:
-      return S_IFSOCK;
-    case FileType::kFifo:
-      return S_IFIFO;
-  }
-  return 0;
-}
+mode_t DirentType(const DirItem& item) { return item.type_known ? TypeBits(item.type) : 0; }
 
 }  // namespace
 

@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "base/logging.h"
-#include "fuse/direct_read.h"
 #include "fuse/nfs_fuse.h"
 
 namespace nfsx::fuse {
@@ -144,10 +143,9 @@ void NfsFuse::Read(fuse_req_t req, size_t size, off_t off, fuse_file_info* fi) {
   bool direct = options_.direct_io || (fi->flags & O_DIRECT);
   const InodePtr& ino = h->node->ino;
   if (!direct && ino->dirty_bytes.load() > 0) {
-    // Bytes that exist only in our dirty pages past the server's end of file (a
-    // hole written beyond it) cannot be fetched, and ClientCore::Read then falls
-    // back to ReadDirect, which reads a freed reply buffer (see direct_read.h).
-    // Sending them first lets the READ return them.
+    // Pages past the server's end of file that hold only part of our dirty bytes
+    // cannot be filled by a READ; ClientCore::Read would retry and then read
+    // around its cache. Sending the dirty bytes first lets one READ fill them.
     uint64_t server_size;
     {
       std::lock_guard lock(ino->mu);
@@ -155,8 +153,7 @@ void NfsFuse::Read(fuse_req_t req, size_t size, off_t off, fuse_file_info* fi) {
     }
     if (static_cast<uint64_t>(off) + size > server_size) (void)core_->Flush(ino, false);
   }
-  auto n = direct ? DirectRead(*core_, ino, static_cast<uint64_t>(off), out)
-                  : core_->Read(ino, static_cast<uint64_t>(off), out, false, &h->ra);
+  auto n = core_->Read(ino, static_cast<uint64_t>(off), out, direct, direct ? nullptr : &h->ra);
   if (!n) {
     fuse_reply_err(req, n.error().code);
     return;
