@@ -20,5 +20,8 @@ grep -q "^Client nfs v3:" "$WORK/mountstat.out" || fail "mountstat: no nfsstat t
 writes=$(awk '/^read +write/ {getline; print $3}' "$WORK/mountstat.out")
 ((writes > 0)) || fail "mountstat: no WRITE counted: $(cat "$WORK/mountstat.out")"
 pass "nfsx mountstat counts the calls ($writes WRITEs)"
+"$NFSX" stat "$WORK/mnt" >"$WORK/stat.out" || fail "nfsx stat MOUNTPOINT"
+grep -q "^Client nfs v3:" "$WORK/stat.out" || fail "nfsx stat MOUNTPOINT: $(cat "$WORK/stat.out")"
+pass "nfsx stat MOUNTPOINT prints the mount's nfsstat table"
 unmount_nfsx "$WORK/mnt"
 pass "nfsx umount"

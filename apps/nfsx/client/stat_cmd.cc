@@ -1,4 +1,5 @@
 // nfsx stat URL...: attributes as stat(1) shows them (symlinks themselves, not followed).
+// nfsx stat MOUNTPOINT: the nfsstat-style counters of that `nfsx mount`.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include "apps/nfsx/client/connections.h"
 #include "apps/nfsx/client/ls_format.h"
 #include "apps/nfsx/client/report.h"
+#include "apps/nfsx/mount/mount_commands.h"
 
 namespace nfsx::app::cli {
 namespace {
@@ -23,7 +25,12 @@ struct StatArgs {
 int RunStat(const StatArgs& args) {
   Reporter report("stat");
   Connections connections;
+  int mount_status = 0;
   for (const std::string& url : args.urls) {
+    if (url.find("://") == std::string::npos) {  // a local path: an nfsx mount point
+      if (mount::RunMountstat(url) != 0) mount_status = 1;
+      continue;
+    }
     std::string error;
     auto remote = connections.Resolve(url, &error);
     if (!remote) {
@@ -45,15 +52,18 @@ int RunStat(const StatArgs& args) {
   }
   if (std::fflush(stdout) != 0) report.Error("write error", errno);
   if (args.stats) PrintStats(connections);
-  return report.ExitCode();
+  return report.ExitCode() ? report.ExitCode() : mount_status;
 }
 
 }  // namespace
 
 ClientCommand AddStat(CLI::App& app) {
   auto args = std::make_shared<StatArgs>();
-  CLI::App* cmd = app.add_subcommand("stat", "Show the attributes of NFS files, as stat(1)");
-  cmd->add_option("url", args->urls, "nfs://host[:port]/export/path[?options]")->required();
+  CLI::App* cmd = app.add_subcommand(
+      "stat", "Show the attributes of NFS files, as stat(1), or the counters of an nfsx mount");
+  cmd->add_option("url", args->urls,
+                  "nfs://host[:port]/export/path[?options], or an nfsx mount point")
+      ->required();
   cmd->add_flag("-L,--dereference", args->follow, "Follow symlinks");
   AddStatsFlag(cmd, &args->stats);
   return {cmd, [args] { return RunStat(*args); }};
