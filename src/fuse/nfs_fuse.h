@@ -23,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -97,6 +98,10 @@ class NfsFuse {
   void ReplyEntry(fuse_req_t req, fuse_ino_t parent, const std::string& name,
                   const client::InodePtr& ino);
   void FillAttr(const Stat& s, const Node& node, struct stat* st) const;
+  // Fills `buf` with d's entries from `off`; returns the bytes used. Lookups
+  // handed to the kernel (READDIRPLUS) are appended to `refs`.
+  size_t FillDirBuffer(fuse_req_t req, fuse_ino_t ino, const NodePtr& dir, const DirHandle& d,
+                       off_t off, bool plus, std::span<char> buf, std::vector<uint64_t>* refs);
   // Seconds the kernel may keep what the client just returned.
   double AttrTimeout(const client::Inode& ino) const;
   double EntryTimeout() const;

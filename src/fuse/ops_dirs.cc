@@ -36,22 +36,42 @@ void NfsFuse::ReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fu
   NodePtr dir = NodeOr(req, ino);
   if (!dir) return;
   auto* d = reinterpret_cast<DirHandle*>(fi->fh);
-  std::lock_guard lock(d->mu);
-  // Offset 0 again is a rewinddir(): POSIX wants the directory as it is now.
-  if (!d->loaded || off == 0) {
-    auto items = ListDirectory(*core_, dir->ino);
-    if (!items) {
-      fuse_reply_err(req, items.error().code);
-      return;
-    }
-    d->items = std::move(*items);
-    d->loaded = true;
-  }
   std::vector<char> buf(size);
-  size_t used = 0;
   std::vector<uint64_t> refs;  // lookups this reply hands the kernel
-  for (size_t i = static_cast<size_t>(off); i < d->items.size(); ++i) {
-    const DirItem& item = d->items[i];
+  size_t used = 0;
+  int err = 0;
+  {
+    // The reply goes out only after this lock is released: once the kernel has
+    // it, a RELEASEDIR may delete `d` (and its mutex) on another thread.
+    std::lock_guard lock(d->mu);
+    // Offset 0 again is a rewinddir(): POSIX wants the directory as it is now.
+    if (!d->loaded || off == 0) {
+      auto items = ListDirectory(*core_, dir->ino);
+      if (items) {
+        d->items = std::move(*items);
+        d->loaded = true;
+      } else {
+        err = items.error().code;
+      }
+    }
+    if (!err) used = FillDirBuffer(req, ino, dir, *d, off, plus, buf, &refs);
+  }
+  if (err) {
+    fuse_reply_err(req, err);
+    return;
+  }
+  if (fuse_reply_buf(req, buf.data(), used) != 0) {
+    for (uint64_t id : refs) table_.Forget(id, 1);
+  }
+}
+
+size_t NfsFuse::FillDirBuffer(fuse_req_t req, fuse_ino_t ino, const NodePtr& dir,
+                              const DirHandle& d, off_t off, bool plus, std::span<char> buf,
+                              std::vector<uint64_t>* refs) {
+  const size_t size = buf.size();
+  size_t used = 0;
+  for (size_t i = static_cast<size_t>(off); i < d.items.size(); ++i) {
+    const DirItem& item = d.items[i];
     auto next = static_cast<off_t>(i + 1);
     fuse_entry_param e{};
     e.attr.st_mode = DirentType(item);
@@ -72,7 +92,7 @@ void NfsFuse::ReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fu
       auto st = core_->GetAttr(item.ino);
       if (st) {
         NodePtr node = table_.Ref(item.ino);
-        refs.push_back(node->nodeid);
+        refs->push_back(node->nodeid);
         e.ino = node->nodeid;
         e.generation = node->generation;
         FillAttr(*st, *node, &e.attr);
@@ -84,9 +104,7 @@ void NfsFuse::ReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fu
     used +=
         fuse_add_direntry_plus(req, buf.data() + used, size - used, item.name.c_str(), &e, next);
   }
-  if (fuse_reply_buf(req, buf.data(), used) != 0) {
-    for (uint64_t id : refs) table_.Forget(id, 1);
-  }
+  return used;
 }
 
 }  // namespace nfsx::fuse
