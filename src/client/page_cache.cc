@@ -47,7 +47,10 @@ bool PageSet::ReadCached(uint64_t offset, std::span<std::byte> out) {
     if (it == s->pages.end() || !it->second->Covers(b, e)) return false;
     Page& p = *it->second;
     std::memcpy(dst, p.data.data() + b, e - b);
-    p.referenced = true;  // a benign race: a hint for eviction only
+    // Only a store when the bit changes: readers of one page do not fight over its line.
+    if (!p.referenced.load(std::memory_order_relaxed)) {
+      p.referenced.store(true, std::memory_order_relaxed);
+    }
     dst += e - b;
     pos += e - b;
   }
@@ -107,7 +110,7 @@ int64_t PageSet::Write(uint64_t offset, std::span<const std::byte> data, uint64_
     p.valid_begin = std::min(p.valid_begin, b);
     p.valid_end = std::max(p.valid_end, e);
     ++p.version;
-    p.referenced = true;
+    p.referenced.store(true, std::memory_order_relaxed);
     *newly_dirty += static_cast<uint64_t>(p.dirty_end - p.dirty_begin) - old_dirty;
     src += e - b;
     pos += e - b;
@@ -145,7 +148,7 @@ void PageSet::Fill(uint64_t offset, std::span<const std::byte> data, uint64_t fi
     p.data = fresh;
     p.valid_begin = 0;
     p.valid_end = std::max<uint16_t>(good, had ? p.valid_end : 0);
-    p.referenced = true;
+    p.referenced.store(true, std::memory_order_relaxed);
   }
 }
 
@@ -239,8 +242,8 @@ size_t PageSet::Evict(size_t target) {
         Page& p = *it->second;
         if (p.dirty()) {
           ++it;
-        } else if (p.referenced && pass == 0) {
-          p.referenced = false;  // a second chance (CLOCK)
+        } else if (p.referenced.load(std::memory_order_relaxed) && pass == 0) {
+          p.referenced.store(false, std::memory_order_relaxed);  // a second chance (CLOCK)
           ++it;
         } else {
           it = s.pages.erase(it);

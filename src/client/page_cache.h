@@ -44,7 +44,9 @@ struct Page {
   uint16_t valid_begin = 0, valid_end = 0;  // [begin, end) holds good data
   uint16_t dirty_begin = 0, dirty_end = 0;  // [begin, end) not yet written to the server
   uint32_t version = 0;                     // bumped by every write into the page
-  bool referenced = false;                  // used since the last eviction sweep
+  // Used since the last eviction sweep. Readers set it under a shared lock, so
+  // it is atomic; relaxed, since it is only a hint for eviction.
+  std::atomic<bool> referenced{false};
 
   bool dirty() const { return dirty_end > dirty_begin; }
   bool Covers(uint32_t b, uint32_t e) const { return valid_begin <= b && e <= valid_end; }
