@@ -7,13 +7,10 @@
 
 #include <cerrno>
 #include <expected>
-#include <string>
+
+#include "nfsx/error.h"
 
 namespace nfsx {
-
-struct Error {
-  int code = EIO;  // an errno value, never 0
-};
 
 template <class T>
 using Result = std::expected<T, Error>;
@@ -23,8 +20,5 @@ inline std::unexpected<Error> Fail(int code) { return std::unexpected<Error>(Err
 
 // Errno of the last failed libc call, as a Result error.
 inline std::unexpected<Error> FailErrno() { return Fail(errno != 0 ? errno : EIO); }
-
-// "No such file or directory (ENOENT)".
-std::string ErrorString(const Error& error);
 
 }  // namespace nfsx

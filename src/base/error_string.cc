@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "nfsx/result.h"
+#include "nfsx/error.h"
 
 namespace nfsx {
 
