@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "base/logging.h"
+#include "base/path_components.h"
 #include "proto/mount3_types.h"
 #include "proto/nfsstat.h"
 #include "proto/portmap_types.h"
@@ -24,18 +25,6 @@ Result<uint16_t> GetPort(const std::string& host, uint32_t prog, uint32_t vers) 
   if (!port) return std::unexpected(port.error());
   if (*port == 0 || *port > 65535) return Fail(EPROTONOSUPPORT);
   return static_cast<uint16_t>(*port);
-}
-
-std::vector<std::string> Split(std::string_view path) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i < path.size()) {
-    size_t j = path.find('/', i);
-    if (j == std::string_view::npos) j = path.size();
-    if (j > i) out.emplace_back(path.substr(i, j - i));
-    i = j + 1;
-  }
-  return out;
 }
 
 rpc::Credential MakeCredential(const ClientOptions& o) {
@@ -89,7 +78,7 @@ Result<std::unique_ptr<ClientCore>> ClientCore::Mount(const NfsUrl& url, std::st
                            ErrorString(mnt.error()));
     return std::unexpected(mnt.error());
   }
-  std::vector<std::string> parts = Split(url.path);
+  std::vector<std::string> parts = PathComponents(url.path);
   std::optional<nfs_fh3> root;
   mount3::mountstat3 last = mount3::MNT3ERR_NOENT;
   size_t used = parts.size();

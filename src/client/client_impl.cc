@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "base/logging.h"
+#include "base/path_components.h"
 #include "client/client_core.h"
 
 namespace nfsx {
@@ -58,18 +59,6 @@ class Executor {
   std::vector<std::thread> threads_;
 };
 
-std::vector<std::string> Components(std::string_view path) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i < path.size()) {
-    size_t j = path.find('/', i);
-    if (j == std::string_view::npos) j = path.size();
-    if (j > i) out.emplace_back(path.substr(i, j - i));
-    i = j + 1;
-  }
-  return out;
-}
-
 class FileImpl;
 
 class ClientImpl final : public Client {
@@ -88,7 +77,7 @@ class ClientImpl final : public Client {
     if (depth > kMaxSymlinks) return Fail(ELOOP);
     InodePtr cur = core_->root();
     std::vector<InodePtr> stack{cur};
-    auto parts = Components(path);
+    auto parts = PathComponents(path);
     for (size_t i = 0; i < parts.size(); ++i) {
       const std::string& name = parts[i];
       if (name == ".") continue;
@@ -122,7 +111,7 @@ class ClientImpl final : public Client {
 
   // The directory that holds `path`'s last component, and that component.
   Result<std::pair<InodePtr, std::string>> Parent(std::string_view path) {
-    auto parts = Components(path);
+    auto parts = PathComponents(path);
     if (parts.empty()) return Fail(EINVAL);
     std::string name = parts.back();
     if (name == "." || name == "..") return Fail(EINVAL);
@@ -312,15 +301,13 @@ class FileImpl final : public File {
   }
 
   void PreadAsync(std::span<std::byte> out, uint64_t offset, Callback<size_t> done) override {
-    client_->executor().Post([this, out, offset, done = std::move(done)] {
-      done(Pread(out, offset));
-    });
+    client_->executor().Post(
+        [this, out, offset, done = std::move(done)] { done(Pread(out, offset)); });
   }
   void PwriteAsync(std::span<const std::byte> data, uint64_t offset,
                    Callback<size_t> done) override {
-    client_->executor().Post([this, data, offset, done = std::move(done)] {
-      done(Pwrite(data, offset));
-    });
+    client_->executor().Post(
+        [this, data, offset, done = std::move(done)] { done(Pwrite(data, offset)); });
   }
   void FsyncAsync(Callback<void> done) override {
     client_->executor().Post([this, done = std::move(done)] { done(Fsync()); });
@@ -364,8 +351,10 @@ Result<std::unique_ptr<File>> ClientImpl::Open(std::string_view path, int flags,
         auto followed = Resolve(path, true);
         if (followed) existing = followed;
       }
-      if (existing) ino = *existing;
-      else if (existing.error().code != ENOENT) return std::unexpected(existing.error());
+      if (existing)
+        ino = *existing;
+      else if (existing.error().code != ENOENT)
+        return std::unexpected(existing.error());
     }
     if (!ino) {
       auto c = core_->Create(p->first, p->second, mode, flags & O_EXCL, false);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/logging.h"
+#include "base/path_components.h"
 #include "client/url.h"
 #include "fuse/nfs_fuse.h"
 
@@ -48,18 +49,6 @@ void FuseLog(enum fuse_log_level level, const char* fmt, va_list ap) {
 std::string LastFuseError() {
   std::lock_guard lock(g_fuse_log_mu);
   return g_fuse_last_error;
-}
-
-std::vector<std::string> Components(std::string_view path) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i < path.size()) {
-    size_t j = path.find('/', i);
-    if (j == std::string_view::npos) j = path.size();
-    if (j > i) out.emplace_back(path.substr(i, j - i));
-    i = j + 1;
-  }
-  return out;
 }
 
 // libfuse option values escape ',' and '\'.
@@ -118,7 +107,7 @@ Result<std::unique_ptr<FuseMount>> FuseMount::Create(const std::string& url,
   if (!core) return fail(core.error().code, why);
   InodePtr root = (*core)->root();
   std::string walked;
-  for (const std::string& name : Components(rest)) {
+  for (const std::string& name : PathComponents(rest)) {
     walked += "/" + name;
     auto next = (*core)->Lookup(root, name);
     int err = !next ? next.error().code : (*next)->type() != nfs3::NF3DIR ? ENOTDIR : 0;

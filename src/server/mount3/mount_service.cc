@@ -1,37 +1,21 @@
 #include "server/mount3/mount_service.h"
 
 #include "base/logging.h"
+#include "base/path_components.h"
 #include "proto/nfsstat.h"
 
 namespace nfsx::server {
 
 using namespace mount3;
 
-namespace {
-
-// Splits "/a//b/c/" into {"a", "b", "c"}.
-std::vector<std::string> Components(std::string_view path) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i < path.size()) {
-    size_t j = path.find('/', i);
-    if (j == std::string_view::npos) j = path.size();
-    if (j > i) out.emplace_back(path.substr(i, j - i));
-    i = j + 1;
-  }
-  return out;
-}
-
-}  // namespace
-
 mountres3 MountService::Mnt(const std::string& path, const rpc::CallContext& ctx) {
   mountres3 res;
-  auto wanted = Components(path);
+  auto wanted = PathComponents(path);
   // The export whose path is the longest prefix of the requested path.
   const Export* best = nullptr;
   size_t best_len = 0;
   for (const Export& e : exports_.exports()) {
-    auto parts = Components(e.path);
+    auto parts = PathComponents(e.path);
     if (parts.size() > wanted.size() || (best && parts.size() < best_len)) continue;
     if (std::equal(parts.begin(), parts.end(), wanted.begin())) {
       best = &e;
