@@ -135,19 +135,29 @@ void PageSet::Fill(uint64_t offset, std::span<const std::byte> data, uint64_t fi
       budget_->Add(kPageSize);
     }
     Page& p = *it->second;
-    std::array<std::byte, kPageSize> fresh{};
-    std::memcpy(fresh.data(), data.data() + (pos - offset), n);
-    // Keep what the page already holds: it is at least as new as the read.
+    const std::byte* src = data.data() + (pos - offset);
+    // The page becomes the read's bytes (zeros past them: `good` may count a short
+    // last page as whole), except where it already holds bytes, which are at least
+    // as new as the read and are kept in place.
+    auto put = [&](size_t from, size_t to) {
+      if (from < std::min(to, n))
+        std::memcpy(p.data.data() + from, src + from, std::min(to, n) - from);
+      if (std::max(from, n) < to)
+        std::memset(p.data.data() + std::max(from, n), 0, to - std::max(from, n));
+    };
     bool had = p.valid_end > p.valid_begin;
-    if (had) {
-      std::memcpy(fresh.data() + p.valid_begin, p.data.data() + p.valid_begin,
-                  p.valid_end - p.valid_begin);
+    if (!had) {
+      put(0, kPageSize);
+      p.valid_begin = 0;
+      p.valid_end = good;
+    } else if (p.valid_begin <= good) {  // else the union would not be one range
+      put(0, p.valid_begin);
+      put(p.valid_end, kPageSize);
+      p.valid_end = std::max(good, p.valid_end);
+      p.valid_begin = 0;
+    } else {
+      continue;
     }
-    // The union must stay one range; if it would not, keep only the old range.
-    if (had && p.valid_begin > good) continue;
-    p.data = fresh;
-    p.valid_begin = 0;
-    p.valid_end = std::max<uint16_t>(good, had ? p.valid_end : 0);
     p.referenced.store(true, std::memory_order_relaxed);
   }
 }

@@ -21,9 +21,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "client/page_memory.h"
+
 namespace nfsx::client {
 
-inline constexpr uint64_t kPageSize = 4096;
+inline constexpr uint64_t kPageSize = PageMemory::kBlock;
 
 // Bytes cached across all files, for the global budget.
 class CacheBudget {
@@ -40,7 +42,7 @@ class CacheBudget {
 };
 
 struct Page {
-  std::array<std::byte, kPageSize> data;
+  PageBytes data;                           // kPageSize bytes
   uint16_t valid_begin = 0, valid_end = 0;  // [begin, end) holds good data
   uint16_t dirty_begin = 0, dirty_end = 0;  // [begin, end) not yet written to the server
   uint32_t version = 0;                     // bumped by every write into the page
