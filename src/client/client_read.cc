@@ -12,6 +12,12 @@ namespace nfsx::client {
 using namespace nfs3;
 using Kind = ConsistencyTracker::Kind;
 
+namespace {
+// How far from the end of the previous read a read may start and still continue
+// a sequential stream.
+constexpr uint64_t kReadAheadSlack = 1 << 20;
+}  // namespace
+
 Result<void> ClientCore::PrepareRead(const InodePtr& ino) {
   std::unique_lock lock(ino->mu);
   // Re-check under the lock: another reader may have done the work already.
@@ -43,11 +49,16 @@ Result<size_t> ClientCore::Read(const InodePtr& ino, uint64_t offset, std::span<
 
   uint64_t ahead = 0;
   if (ra) {
-    bool sequential = ra->next_offset.load(std::memory_order_relaxed) == offset;
+    // A stream counts as sequential when each read starts near where the last one
+    // ended: a FUSE mount's threads deliver the kernel's read-ahead blocks a little
+    // out of order, and an exact match would reset the window on every swap.
+    uint64_t next = ra->next_offset.load(std::memory_order_relaxed);
     uint64_t w = ra->window.load(std::memory_order_relaxed);
+    uint64_t slack = std::max<uint64_t>(w, kReadAheadSlack);
+    bool sequential = offset + slack >= next && offset <= next + slack && (next > 0 || offset == 0);
     w = sequential ? std::clamp<uint64_t>(w * 2, 128 * 1024, options_.readahead_bytes) : 0;
     ra->window.store(w, std::memory_order_relaxed);
-    ra->next_offset.store(offset + n, std::memory_order_relaxed);
+    ra->next_offset.store(std::max(offset + n, sequential ? next : 0), std::memory_order_relaxed);
     ahead = w;
   }
   for (int attempt = 0; attempt < 4; ++attempt) {
@@ -81,19 +92,26 @@ Result<void> ClientCore::Fetch(const InodePtr& ino, uint64_t offset, uint64_t le
   uint64_t last = end == 0 ? 0 : (end - 1) / kPageSize;
   if (end <= offset && len == 0) return {};
 
-  // Runs of missing pages, each cut into READs of rsize.
+  // Runs of missing pages, less what READs already under way are fetching, each cut
+  // into READs of rsize.
   struct Chunk {
-    uint64_t offset;
-    uint32_t count;
+    ReadsInFlight::Range range;
     bool needed;
   };
   std::vector<Chunk> chunks;
+  bool others_fetching = false;
   uint64_t run_start = UINT64_MAX;
   auto flush_run = [&](uint64_t stop_page) {
     if (run_start == UINT64_MAX) return;
-    for (uint64_t p = run_start * kPageSize; p < stop_page * kPageSize; p += rsize_) {
-      uint32_t count = static_cast<uint32_t>(std::min<uint64_t>(rsize_, stop_page * kPageSize - p));
-      chunks.push_back({p, count, p < need_end});
+    for (const auto& r : ino->reads_in_flight.Claim(run_start * kPageSize, stop_page * kPageSize,
+                                                    rsize_, &others_fetching)) {
+      // A READ that ended between our look at the pages and the claim has filled
+      // them already (it fills before it finishes).
+      if (ino->pages.FirstMissing(r.begin, std::min(r.end, end)) < 0) {
+        ino->reads_in_flight.Finish(r);
+        continue;
+      }
+      chunks.push_back({r, r.begin < need_end});
     }
     run_start = UINT64_MAX;
   };
@@ -104,7 +122,11 @@ Result<void> ClientCore::Fetch(const InodePtr& ino, uint64_t offset, uint64_t le
     if (!missing) flush_run(page);
   }
   flush_run(last + 1);
-  if (chunks.empty()) return {};
+  auto wait_for_others = [&]() -> Result<void> {
+    if (others_fetching && need_end > offset) ino->reads_in_flight.Wait(offset, need_end);
+    return {};
+  };
+  if (chunks.empty()) return wait_for_others();
 
   struct Wait {
     std::mutex mu;
@@ -120,8 +142,10 @@ Result<void> ClientCore::Fetch(const InodePtr& ino, uint64_t offset, uint64_t le
     uint64_t gen = ino->data_gen.load();
     uint64_t wseq = ino->write_seq.load();
     auto token = BeginCall(ino, Kind::kObserve);
+    uint64_t c_offset = c.range.begin;
+    auto c_count = static_cast<uint32_t>(c.range.end - c.range.begin);
     channel_->Call<READ3res>(
-        nfsproc3::READ, READ3args{ino->fh(), c.offset, c.count},
+        nfsproc3::READ, READ3args{ino->fh(), c_offset, c_count},
         [this, ino, c, gen, wseq, token, wait](Result<READ3res> r) {
           int err = 0;
           if (!r) {
@@ -138,11 +162,13 @@ Result<void> ClientCore::Fetch(const InodePtr& ino, uint64_t offset, uint64_t le
             // of our own writes may only fill pages that exist (the write's bytes in
             // them are kept).
             if (ino->data_gen.load() == gen) {
-              uint64_t file_size = r->resok.eof ? c.offset + data.size() : ino->Size();
-              ino->pages.Fill(c.offset, data, std::max(file_size, c.offset + data.size()),
+              uint64_t begin = c.range.begin;
+              uint64_t file_size = r->resok.eof ? begin + data.size() : ino->Size();
+              ino->pages.Fill(begin, data, std::max(file_size, begin + data.size()),
                               ino->write_seq.load() == wseq);
             }
           }
+          ino->reads_in_flight.Finish(c.range);
           if (!c.needed) return;
           std::lock_guard lock(wait->mu);
           if (err && !wait->error) wait->error = err;
@@ -151,9 +177,10 @@ Result<void> ClientCore::Fetch(const InodePtr& ino, uint64_t offset, uint64_t le
   }
   std::unique_lock lock(wait->mu);
   wait->cv.wait(lock, [&] { return wait->pending == 0; });
+  lock.unlock();
   MaybeEvict();
   if (wait->error) return Fail(wait->error);
-  return {};
+  return wait_for_others();
 }
 
 Result<size_t> ClientCore::ReadDirect(const InodePtr& ino, uint64_t offset,
@@ -166,8 +193,8 @@ Result<size_t> ClientCore::ReadDirect(const InodePtr& ino, uint64_t offset,
   while (done < out.size()) {
     uint32_t count = static_cast<uint32_t>(std::min<uint64_t>(rsize_, out.size() - done));
     auto token = BeginCall(ino, Kind::kObserve);
-    auto r = channel_->CallSync<READ3res>(nfsproc3::READ,
-                                          READ3args{ino->fh(), offset + done, count});
+    auto r =
+        channel_->CallSync<READ3res>(nfsproc3::READ, READ3args{ino->fh(), offset + done, count});
     if (!r) {
       EndCall(ino, token, std::nullopt, std::nullopt);
       return std::unexpected(r.error());

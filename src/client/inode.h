@@ -23,6 +23,7 @@
 
 #include "client/consistency.h"
 #include "client/page_cache.h"
+#include "client/reads_in_flight.h"
 #include "proto/nfs3_types.h"
 
 namespace nfsx::client {
@@ -84,6 +85,7 @@ class Inode {
 
   // ---- data ----
   PageSet pages;
+  ReadsInFlight reads_in_flight;
   // Bumped when cached data is dropped: a READ sent before must not fill pages.
   std::atomic<uint64_t> data_gen{0};
   // Bumped by every local write: a READ sent before may fill only existing pages.
