@@ -11,6 +11,8 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev libnfs-dev
   # real peers used by the tests and benchmarks
   libnfs-utils nfs-ganesha nfs-ganesha-vfs nfs-ganesha-mem iproute2
+  # ordinary programs the FUSE tests run on the mount
+  tar rsync git sqlite3 fio
   # libFuzzer and the sanitizer runtimes
   clang libclang-rt-14-dev
   # plots for bench/compare.sh
