@@ -96,11 +96,20 @@ Result<void> ClientCore::SendDirty(const InodePtr& ino, stable_how stable) {
     std::vector<Run> runs;
     std::vector<std::vector<Piece>> pieces;
     uint64_t run_end = UINT64_MAX;
+    // pages_in_row[i]: how many consecutive page indexes start at indexes[i], so that a
+    // run's buffer is allocated once at the size it will likely reach.
+    std::vector<uint32_t> pages_in_row(indexes.size(), 1);
+    for (size_t i = indexes.size(); i-- > 1;) {
+      if (indexes[i - 1] + 1 == indexes[i]) pages_in_row[i - 1] = pages_in_row[i] + 1;
+    }
+    size_t at = 0;
     ino->pages.ForEachDirty(indexes, [&](uint64_t index, const Page& p) {
+      while (indexes[at] != index) ++at;
       uint64_t b = index * kPageSize + p.dirty_begin, e = index * kPageSize + p.dirty_end;
       bool joins = !runs.empty() && run_end == b && runs.back().second->size() + (e - b) <= wsize_;
       if (!joins) {
         runs.emplace_back(b, std::make_shared<std::vector<std::byte>>());
+        runs.back().second->reserve(std::min<uint64_t>(wsize_, pages_in_row[at] * kPageSize));
         pieces.emplace_back();
       }
       auto& buf = *runs.back().second;
