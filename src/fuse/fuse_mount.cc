@@ -122,8 +122,11 @@ Result<std::unique_ptr<FuseMount>> FuseMount::Create(const std::string& url,
   m->fs_ = std::make_unique<NfsFuse>(std::move(*core), root, mo, source);
 
   std::string fuse_opts = fmt::format("fsname={},subtype=nfsx", EscapeOption(source));
+  // Every request reaches the server with the mount's one AUTH_SYS identity. Once
+  // other users may use the mount, the kernel must hold them to the mode bits, or
+  // they would act with the mount owner's rights.
   if (mo.allow_other) fuse_opts += ",allow_other";
-  if (mo.default_permissions) fuse_opts += ",default_permissions";
+  if (mo.default_permissions || mo.allow_other) fuse_opts += ",default_permissions";
   if (mo.read_only) fuse_opts += ",ro";
   std::vector<std::string> argv_s = {"nfsx", "-o", fuse_opts};
   if (mo.debug) argv_s.push_back("-d");

@@ -61,6 +61,23 @@ out=$("$NFSX" mountstat /proc 2>&1) && fail "mountstat of /proc succeeded"
 grep -q "not an nfsx mount (proc)" <<<"$out" || fail "mountstat of /proc: $out"
 pass "umount and mountstat refuse what is not an nfsx mount"
 
+# allow_other: every request reaches the server as the mount's one identity, so the
+# kernel must check other users against the mode bits (default_permissions).
+if ((EUID == 0)) && command -v setpriv >/dev/null; then
+	echo secret >"$EXPORT_DIR/root-only" && chmod 600 "$EXPORT_DIR/root-only"
+	echo open >"$EXPORT_DIR/world-readable" && chmod 644 "$EXPORT_DIR/world-readable"
+	mkdir -m 755 "$EXPORT_DIR/root-dir"
+	chmod 711 "$WORK"  # mktemp made it 0700: other users could not reach the mount
+	mount_nfsx "$WORK/shared" "$(url)" -o allow_other
+	as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+	[[ $(as_nobody cat "$WORK/shared/world-readable") == open ]] || fail "allow_other: another user cannot read a 0644 file"
+	out=$(as_nobody cat "$WORK/shared/root-only" 2>&1) && fail "allow_other: another user read a 0600 root file: $out"
+	grep -q "Permission denied" <<<"$out" || fail "allow_other: reading a 0600 root file: $out"
+	out=$(as_nobody touch "$WORK/shared/root-dir/new" 2>&1) && fail "allow_other: another user created a file in a 0755 root directory"
+	unmount_nfsx "$WORK/shared"
+	pass "allow_other: other users get what the mode bits give them, and no more"
+fi
+
 # Foreground: serves until SIGTERM, then unmounts and exits 0.
 "$NFSX" mount -f "$(url)" "$WORK/mnt" >"$WORK/fg.log" 2>&1 &
 fg=$!
