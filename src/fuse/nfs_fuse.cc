@@ -218,23 +218,30 @@ void NfsFuse::FillAttr(const Stat& s, const Node& node, struct stat* st) const {
   st->st_ctim = {static_cast<time_t>(s.ctime.sec), static_cast<long>(s.ctime.nsec)};
 }
 
-void NfsFuse::ReplyEntry(fuse_req_t req, fuse_ino_t parent, const std::string& name,
-                         const InodePtr& ino) {
+NodePtr NfsFuse::EntryFor(fuse_req_t req, fuse_ino_t parent, const std::string& name,
+                          const InodePtr& ino, fuse_entry_param* e) {
   auto st = core_->GetAttr(ino);
   if (!st) {
     fuse_reply_err(req, st.error().code);
-    return;
+    return nullptr;
   }
   NodePtr node = table_.Ref(ino);
-  fuse_entry_param e{};
-  e.ino = node->nodeid;
-  e.generation = node->generation;
-  FillAttr(*st, *node, &e.attr);
-  e.attr_timeout = AttrTimeout(*ino);
-  e.entry_timeout = EntryTimeout();
+  *e = {};
+  e->ino = node->nodeid;
+  e->generation = node->generation;
+  FillAttr(*st, *node, &e->attr);
+  e->attr_timeout = AttrTimeout(*ino);
+  e->entry_timeout = EntryTimeout();
   table_.NoteName(parent, name, node->nodeid);
+  return node;
+}
+
+void NfsFuse::ReplyEntry(fuse_req_t req, fuse_ino_t parent, const std::string& name,
+                         const InodePtr& ino) {
+  fuse_entry_param e;
+  NodePtr node = EntryFor(req, parent, name, ino, &e);
   // An interrupted request's reply is dropped: the kernel will not forget it.
-  if (fuse_reply_entry(req, &e) != 0) table_.Forget(node->nodeid, 1);
+  if (node && fuse_reply_entry(req, &e) != 0) table_.Forget(node->nodeid, 1);
 }
 
 void NfsFuse::OnForeignChange(const InodePtr& ino) {

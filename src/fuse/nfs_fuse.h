@@ -94,6 +94,10 @@ class NfsFuse {
 
   // The node for a kernel id; replies ESTALE and returns null if unknown.
   NodePtr NodeOr(fuse_req_t req, fuse_ino_t ino);
+  // Fills `e` for `ino` found under parent/name and takes a lookup reference for the
+  // reply; on error replies with it and returns null.
+  NodePtr EntryFor(fuse_req_t req, fuse_ino_t parent, const std::string& name,
+                   const client::InodePtr& ino, fuse_entry_param* e);
   // Replies with the entry for `ino` found under parent/name (a new lookup reference).
   void ReplyEntry(fuse_req_t req, fuse_ino_t parent, const std::string& name,
                   const client::InodePtr& ino);

@@ -107,19 +107,9 @@ void NfsFuse::Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t
     fuse_reply_err(req, c.error().code);
     return;
   }
-  auto st = core_->GetAttr(ino);
-  if (!st) {
-    fuse_reply_err(req, st.error().code);
-    return;
-  }
-  NodePtr node = table_.Ref(ino);
-  fuse_entry_param e{};
-  e.ino = node->nodeid;
-  e.generation = node->generation;
-  FillAttr(*st, *node, &e.attr);
-  e.attr_timeout = AttrTimeout(*ino);
-  e.entry_timeout = EntryTimeout();
-  table_.NoteName(parent, name, node->nodeid);
+  fuse_entry_param e;
+  NodePtr node = EntryFor(req, parent, name, ino, &e);
+  if (!node) return;
   node->changes_at_open.store(node->foreign_changes.load());
   fi->keep_cache = 1;
   fi->direct_io = options_.direct_io;
