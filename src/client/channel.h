@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "client/acting_as.h"
 #include "client/typed_call.h"
 #include "nfsx/client.h"
 #include "proto/nfs3_types.h"
@@ -19,25 +20,23 @@ namespace nfsx::client {
 
 class Channel {
  public:
-  static Result<std::unique_ptr<Channel>> Open(const std::string& host, uint16_t port,
-                                               int nconnect, rpc::RpcClientOptions options,
-                                               rpc::Credential cred);
+  static Result<std::unique_ptr<Channel>> Open(const std::string& host, uint16_t port, int nconnect,
+                                               rpc::RpcClientOptions options, rpc::Credential cred);
 
   template <class Res, class Args>
   void Call(nfs3::nfsproc3 proc, const Args& args, std::function<void(Result<Res>)> done) {
     Count(proc);
-    Next().Call(nfs3::NFS_PROGRAM, nfs3::NFS_V3, static_cast<uint32_t>(proc), cred_,
-                [&](xdr::XdrEncoder& e) { e(args); },
-                [done = std::move(done)](Result<rpc::RpcReply> reply) {
-                  done(DecodeReply<Res>(reply));
-                });
+    Next().Call(
+        nfs3::NFS_PROGRAM, nfs3::NFS_V3, static_cast<uint32_t>(proc), ActingAs::Or(cred_),
+        [&](xdr::XdrEncoder& e) { e(args); },
+        [done = std::move(done)](Result<rpc::RpcReply> reply) { done(DecodeReply<Res>(reply)); });
   }
 
   template <class Res, class Args>
   Result<Res> CallSync(nfs3::nfsproc3 proc, const Args& args) {
     Count(proc);
     return client::CallSync<Res>(Next(), nfs3::NFS_PROGRAM, nfs3::NFS_V3,
-                                 static_cast<uint32_t>(proc), cred_, args);
+                                 static_cast<uint32_t>(proc), ActingAs::Or(cred_), args);
   }
 
   void AddWriteBytes(uint64_t n) { write_bytes_.fetch_add(n, std::memory_order_relaxed); }
@@ -46,6 +45,7 @@ class Channel {
   void AddInvalidation() { invalidations_.fetch_add(1, std::memory_order_relaxed); }
 
   WireStats stats() const;
+  // The client's own identity; calls carry ActingAs::Or(cred()).
   const rpc::Credential& cred() const { return cred_; }
 
  private:

@@ -286,10 +286,10 @@ Result<Stat> ClientCore::GetAttr(const InodePtr& ino, bool force) {
 }
 
 Result<uint32_t> ClientCore::Access(const InodePtr& ino, uint32_t mask) {
-  uint32_t uid = channel_->cred().uid;
+  uint64_t who = IdentityKey(ActingAs::Or(channel_->cred()));
   if (ino->AttrFresh(SteadyNowNs()) && !(ino->validity() & kInvalidAccess)) {
     std::lock_guard lock(ino->mu);
-    auto it = ino->access.find(uid);
+    auto it = ino->access.find(who);
     if (it != ino->access.end()) return it->second & mask;
   }
   constexpr uint32_t kAll = ACCESS3_READ | ACCESS3_LOOKUP | ACCESS3_MODIFY | ACCESS3_EXTEND |
@@ -302,7 +302,7 @@ Result<uint32_t> ClientCore::Access(const InodePtr& ino, uint32_t mask) {
   }
   EndCall(ino, token, std::nullopt, r->resok.obj_attributes);
   std::lock_guard lock(ino->mu);
-  ino->access[uid] = r->resok.access;
+  ino->access[who] = r->resok.access;
   if (ino->validity() & kInvalidAccess) ino->ClearInvalid(kInvalidAccess);
   return r->resok.access & mask;
 }

@@ -1,5 +1,6 @@
 // The client library against real servers: nfsx in process and NFS-Ganesha.
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <fstream>
@@ -7,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include "client/acting_as.h"
 #include "client/testing/test_servers.h"
 
 namespace nfsx::client::testing {
@@ -326,6 +328,43 @@ TEST_P(ClientTest, ColdReadsFetchEachByteOnce) {
         << threads << " readers: bytes READ for a " << kFile << "-byte file";
     ASSERT_TRUE((*f)->Close());
   }
+}
+
+// Calls made under ActingAs carry that identity; the write-back of what was written
+// under it carries it too, even when another thread, outside the guard, sends it.
+TEST_P(ClientTest, ActingAsIdentityOwnsNewFilesAndWritesThemBack) {
+  SetAttrs sticky;  // through NFS: Ganesha would not see a local chmod for a while
+  sticky.mode = 01777;
+  ASSERT_TRUE(client_->SetAttr("", sticky));
+  ClientOptions o;
+  o.uid = 65533;  // the client's own identity may not write the file below
+  o.gid = 65533;
+  auto client = Connect(o);
+  ASSERT_NE(client, nullptr);
+  rpc::Credential nobody;
+  nobody.flavor = rpc::auth_flavor::AUTH_SYS;
+  nobody.machinename = "test";
+  nobody.uid = 65534;
+  nobody.gid = 65534;
+  std::string data = Pattern(300000, 3);
+  std::unique_ptr<File> f;
+  {
+    ActingAs as(nobody);
+    auto opened = client->Open("owned-by-nobody", O_CREAT | O_RDWR, 0600);
+    ASSERT_TRUE(opened.has_value()) << "errno " << opened.error().code;
+    f = std::move(*opened);
+    ASSERT_TRUE(f->Pwrite(Bytes(data), 0));  // buffered: stays in the cache
+  }
+  std::thread closer([&] { EXPECT_TRUE(f->Close()); });  // write-back outside the guard
+  closer.join();
+  struct stat st {};
+  ASSERT_EQ(stat((server_->dir() + "/owned-by-nobody").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 65534u);
+  EXPECT_EQ(st.st_gid, 65534u);
+  EXPECT_EQ(DiskFile(*server_, "owned-by-nobody"), data);
+  // The client's own identity is refused by the server: the guard really changed it.
+  auto own = client->Open("owned-by-nobody", O_RDONLY);
+  EXPECT_FALSE(own.has_value());
 }
 
 TEST_P(ClientTest, ErrorsAreErrnos) {

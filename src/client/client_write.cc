@@ -16,6 +16,23 @@ using namespace nfs3;
 using Kind = ConsistencyTracker::Kind;
 using Run = std::pair<uint64_t, std::shared_ptr<std::vector<std::byte>>>;
 
+namespace {
+// Write-back carries the identity of the file's last writer (acting_as.h), whichever
+// thread sends it.
+class AsLastWriter {
+ public:
+  explicit AsLastWriter(Inode& ino) {
+    std::lock_guard lock(ino.wb_mu);
+    who_ = ino.writer;
+    if (who_) as_.emplace(*who_);
+  }
+
+ private:
+  std::optional<rpc::Credential> who_;
+  std::optional<ActingAs> as_;
+};
+}  // namespace
+
 Result<size_t> ClientCore::Write(const InodePtr& ino, uint64_t offset,
                                  std::span<const std::byte> data, WriteMode mode) {
   if (data.empty()) return 0;
@@ -33,6 +50,12 @@ Result<size_t> ClientCore::Write(const InodePtr& ino, uint64_t offset,
       uint64_t first = offset / kPageSize, last = (offset + data.size() - 1) / kPageSize;
       if (conflict >= 0) last = static_cast<uint64_t>(conflict);
       for (uint64_t p = first; p <= last; ++p) ino->dirty_pages.insert(p);
+      if (const rpc::Credential* who = ActingAs::Current()) {
+        if (!ino->writer || ino->writer->uid != who->uid || ino->writer->gid != who->gid ||
+            !std::ranges::equal(ino->writer->groups(), who->groups())) {
+          ino->writer = *who;
+        }
+      }
     }
     if (conflict < 0) break;
     // A page holds dirty bytes the new ones do not touch: send them first.
@@ -80,6 +103,7 @@ Result<void> ClientCore::Flush(const InodePtr& ino, bool commit) {
 }
 
 Result<void> ClientCore::SendDirty(const InodePtr& ino, stable_how stable) {
+  AsLastWriter as(*ino);
   for (int round = 0; round < 64; ++round) {
     std::vector<uint64_t> indexes;
     {
@@ -228,6 +252,7 @@ Result<void> ClientCore::SendExtents(const InodePtr& ino, std::vector<Run> runs,
 }
 
 Result<void> ClientCore::CommitAndVerify(const InodePtr& ino) {
+  AsLastWriter as(*ino);
   for (int round = 0; round < 8; ++round) {
     {
       std::lock_guard lock(ino->wb_mu);

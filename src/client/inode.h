@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <shared_mutex>
 #include <string>
@@ -25,6 +26,7 @@
 #include "client/page_cache.h"
 #include "client/reads_in_flight.h"
 #include "proto/nfs3_types.h"
+#include "rpc/message.h"
 
 namespace nfsx::client {
 
@@ -80,8 +82,8 @@ class Inode {
   void NoteWriteEnd(uint64_t end);
   void ResetWriteEnd(uint64_t to) { write_end_.store(to); }
 
-  // ACCESS answers for one uid, valid until attributes change. GUARDED_BY(mu).
-  std::unordered_map<uint32_t, uint32_t> access;
+  // ACCESS answers by IdentityKey, valid until attributes change. GUARDED_BY(mu).
+  std::unordered_map<uint64_t, uint32_t> access;
 
   // ---- data ----
   PageSet pages;
@@ -100,6 +102,9 @@ class Inode {
   void AddUnstable(uint64_t offset, UnstableExtent e);
   // REQUIRES: wb_mu. Forgets unstable bytes in [from, to).
   void TrimUnstable(uint64_t from, uint64_t to);
+  // The identity of the last buffered write made under an ActingAs guard: write-back
+  // of the file's dirty pages carries it. GUARDED_BY(wb_mu).
+  std::optional<rpc::Credential> writer;
   int writes_in_flight = 0;  // GUARDED_BY(wb_mu)
   int wb_error = 0;          // GUARDED_BY(wb_mu): reported by the next fsync/close
   std::condition_variable wb_cv;
