@@ -16,6 +16,9 @@ struct MountOptions {
   // Every open bypasses the kernel page cache (FOPEN_DIRECT_IO); shared mmap then fails.
   bool direct_io = false;
   bool allow_other = false;
+  // Each request reaches the server with its caller's uid, gid and groups, as with the
+  // kernel NFS client. Off when the mount is given one identity (uid=, gid=).
+  bool caller_identity = true;
   bool default_permissions = false;
   // The kernel's write-back cache: faster small writes, but the kernel then trusts its
   // own file size and never sees another client's (docs/fuse.md).

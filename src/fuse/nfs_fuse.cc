@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "base/logging.h"
+#include "client/acting_as.h"
 #include "fuse/type_bits.h"
 
 namespace nfsx::fuse {
@@ -15,7 +16,20 @@ using client::InodePtr;
 
 namespace {
 
-NfsFuse* Self(fuse_req_t req) { return static_cast<NfsFuse*>(fuse_req_userdata(req)); }
+// The file system a request is for; while it lives, the request's calls to the server
+// carry the caller's identity (when the mount sends callers' identities).
+class Self {
+ public:
+  explicit Self(fuse_req_t req) : fs_(static_cast<NfsFuse*>(fuse_req_userdata(req))) {
+    if (fs_->callers()) as_.emplace(who_.emplace(fs_->callers()->For(req)));
+  }
+  NfsFuse* operator->() const { return fs_; }
+
+ private:
+  NfsFuse* fs_;
+  std::optional<rpc::Credential> who_;
+  std::optional<client::ActingAs> as_;
+};
 
 fuse_lowlevel_ops MakeOps() {
   fuse_lowlevel_ops o{};
@@ -102,6 +116,7 @@ NfsFuse::NfsFuse(std::unique_ptr<client::ClientCore> core, InodePtr root, MountO
       table_(std::move(root)),
       invalidator_([this](uint64_t dir) { return table_.NamesUnder(dir); }),
       blksize_(core_->wsize()) {
+  if (options_.caller_identity) callers_.emplace(core_->channel().cred());
   // Set before any request can run; the client calls it from any thread.
   core_->set_on_invalidate([this](const InodePtr& ino) { OnForeignChange(ino); });
 }

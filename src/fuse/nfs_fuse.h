@@ -22,12 +22,14 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "client/client_core.h"
+#include "fuse/caller_identity.h"
 #include "fuse/control.h"
 #include "fuse/fuse_api.h"
 #include "fuse/invalidator.h"
@@ -52,6 +54,8 @@ class NfsFuse {
   Result<void> Shutdown();
 
   client::ClientCore& core() { return *core_; }
+  // Null unless requests carry their caller's identity (MountOptions::caller_identity).
+  CallerIdentity* callers() { return callers_ ? &*callers_ : nullptr; }
   NodeTable& table() { return table_; }
 
   // ---- requests (one per FUSE operation; each replies exactly once) ----
@@ -133,6 +137,7 @@ class NfsFuse {
   Invalidator invalidator_;
   fuse_session* se_ = nullptr;
   uint32_t blksize_;
+  std::optional<CallerIdentity> callers_;
 
   std::mutex hidden_mu_;
   std::set<NodePtr> hidden_;  // GUARDED_BY(hidden_mu_): nodes with hidden names

@@ -74,8 +74,24 @@ if ((EUID == 0)) && command -v setpriv >/dev/null; then
 	out=$(as_nobody cat "$WORK/shared/root-only" 2>&1) && fail "allow_other: another user read a 0600 root file: $out"
 	grep -q "Permission denied" <<<"$out" || fail "allow_other: reading a 0600 root file: $out"
 	out=$(as_nobody touch "$WORK/shared/root-dir/new" 2>&1) && fail "allow_other: another user created a file in a 0755 root directory"
-	unmount_nfsx "$WORK/shared"
 	pass "allow_other: other users get what the mode bits give them, and no more"
+	# Each request carries its caller's identity, as with the kernel NFS client.
+	as_nobody touch "$WORK/shared/by-nobody" || fail "allow_other: nobody cannot create in a 1777 directory"
+	[[ $(stat -c %u:%g "$EXPORT_DIR/by-nobody") == 65534:65534 ]] ||
+		fail "a file nobody created belongs on the server to $(stat -c %u:%g "$EXPORT_DIR/by-nobody")"
+	echo g >"$EXPORT_DIR/group-file" && chown 0:4242 "$EXPORT_DIR/group-file" && chmod 660 "$EXPORT_DIR/group-file"
+	setpriv --reuid=65534 --regid=65534 --groups=4242 sh -c "echo more >>'$WORK/shared/group-file'" ||
+		fail "a member of the file's supplementary group cannot write it"
+	as_nobody sh -c "echo more >>'$WORK/shared/group-file'" 2>/dev/null && fail "a non-member wrote a 0660 file"
+	[[ $(cat "$EXPORT_DIR/group-file") == $'g\nmore' ]] || fail "group-file: $(cat "$EXPORT_DIR/group-file")"
+	unmount_nfsx "$WORK/shared"
+	pass "callers' identities reach the server: owner of new files, supplementary groups"
+	mount_nfsx "$WORK/shared" "$(url)" -o allow_other,uid=0,gid=0
+	# (touch would then fail to set the times: the new file is root's, not the caller's)
+	as_nobody sh -c ": >'$WORK/shared/by-nobody-as-root'" || fail "uid=0 mount: nobody cannot create in a 1777 directory"
+	[[ $(stat -c %u "$EXPORT_DIR/by-nobody-as-root") == 0 ]] || fail "uid=0 mount: the file is not root's"
+	unmount_nfsx "$WORK/shared"
+	pass "with uid=/gid= every request carries that one identity"
 fi
 
 # Foreground: serves until SIGTERM, then unmounts and exits 0.
