@@ -50,6 +50,15 @@ bool PermitsData(const Identity& who, const vfs::Attr& attr, uint32_t want) {
   return want == kRead && attr.type == vfs::FileType::kRegular && Permits(who, attr, kExec);
 }
 
+std::optional<uint32_t> ModeAfterDataChange(const Identity& who, const vfs::Attr& attr) {
+  constexpr uint32_t kSetUid = 04000, kSetGid = 02000, kGroupExec = 00010;
+  if (who.is_root() || attr.type != vfs::FileType::kRegular) return std::nullopt;
+  uint32_t kill = attr.mode & kSetUid;
+  if ((attr.mode & (kSetGid | kGroupExec)) == (kSetGid | kGroupExec)) kill |= kSetGid;
+  if (!kill) return std::nullopt;
+  return attr.mode & ~kill;
+}
+
 bool MayUnlink(const Identity& who, const vfs::Attr& dir, const vfs::Attr& victim) {
   if (!Permits(who, dir, kWrite | kExec)) return false;
   if (!(dir.mode & 01000) || who.is_root()) return true;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "rpc/message.h"
@@ -47,6 +48,12 @@ bool MayUnlink(const Identity& who, const vfs::Attr& dir, const vfs::Attr& victi
 // The ACCESS3 bits granted, out of `requested`.
 uint32_t AccessBits(const Identity& who, const vfs::Attr& attr, uint32_t requested,
                     bool read_only_export);
+
+// The mode a regular file gets when `who` writes or truncates it: without its setuid
+// bit, and without its setgid bit when group-executable, unless `who` is root. This is
+// what Linux does for a local file (file_remove_privs), and knfsd for a client; the
+// backends write as the server's own user, so the server must do it. nullopt: no change.
+std::optional<uint32_t> ModeAfterDataChange(const Identity& who, const vfs::Attr& attr);
 
 // errno for a SETATTR the caller may not perform, or 0.
 int CheckSetAttr(const Identity& who, const vfs::Attr& attr, const vfs::SetAttr& change);

@@ -55,6 +55,41 @@ TEST_P(Nfs3Test, StableWritesReportWhatTheyReached) {
   EXPECT_EQ(ReadFrom(fh, 0, 10), "abcdef");
 }
 
+// A write or truncation by anyone but root clears setuid, and setgid when the file is
+// group-executable, as on a local file; root's do not. The FUSE mount relies on this
+// (it leaves clearing them to the server, as the kernel NFS client does).
+TEST_P(Nfs3Test, WritesByNonRootClearSetuidAndSetgid) {
+  AsUser(0, 0);
+  nfs_fh3 f = MustCreate("suid", 0777);
+  auto set_mode = [&](uint32_t mode) {
+    AsUser(0, 0);
+    SETATTR3args sa;
+    sa.object = f;
+    sa.new_attributes.mode = mode;
+    ASSERT_EQ(Call<SETATTR3res>(nfsproc3::SETATTR, sa).status, NFS3_OK);
+  };
+  set_mode(06777);
+  ASSERT_EQ(WriteTo(f, 0, "root").status, NFS3_OK);
+  EXPECT_EQ(AttrOf(f).mode & 07777, 06777u) << "root's write kept the bits";
+  AsUser(1000, 1000);
+  auto w = WriteTo(f, 0, "user");
+  ASSERT_EQ(w.status, NFS3_OK);
+  ASSERT_TRUE(w.resok.file_wcc.after.has_value());
+  EXPECT_EQ(w.resok.file_wcc.after->mode & 07777, 0777u) << "the reply shows the new mode";
+  EXPECT_EQ(AttrOf(f).mode & 07777, 0777u);
+  set_mode(06767);  // setgid without group execute is not a privilege: it stays
+  AsUser(1000, 1000);
+  ASSERT_EQ(WriteTo(f, 0, "user").status, NFS3_OK);
+  EXPECT_EQ(AttrOf(f).mode & 07777, 02767u);
+  set_mode(06777);
+  AsUser(1000, 1000);
+  SETATTR3args truncate;
+  truncate.object = f;
+  truncate.new_attributes.size = 0;
+  ASSERT_EQ(Call<SETATTR3res>(nfsproc3::SETATTR, truncate).status, NFS3_OK);
+  EXPECT_EQ(AttrOf(f).mode & 07777, 0777u) << "truncation by a user";
+}
+
 TEST_P(Nfs3Test, ReadAndWriteRefuseDirectories) {
   EXPECT_EQ(Call<READ3res>(nfsproc3::READ, READ3args{root_, 0, 10}).status, NFS3ERR_ISDIR);
   EXPECT_EQ(WriteTo(root_, 0, "x").status, NFS3ERR_ISDIR);
@@ -195,8 +230,7 @@ TEST_P(Nfs3Test, NamespaceOperations) {
   // REMOVE both names: the handle goes stale.
   ASSERT_EQ(Call<REMOVE3res>(nfsproc3::REMOVE, REMOVE3args{{root_, {"victim"}}}).status, NFS3_OK);
   ASSERT_EQ(Call<REMOVE3res>(nfsproc3::REMOVE, REMOVE3args{{dir, {"f"}}}).status, NFS3_OK);
-  EXPECT_EQ(Call<GETATTR3res>(nfsproc3::GETATTR, GETATTR3args{*f.resok.obj}).status,
-            NFS3ERR_STALE);
+  EXPECT_EQ(Call<GETATTR3res>(nfsproc3::GETATTR, GETATTR3args{*f.resok.obj}).status, NFS3ERR_STALE);
   EXPECT_EQ(Call<READ3res>(nfsproc3::READ, READ3args{*f.resok.obj, 0, 1}).status, NFS3ERR_STALE);
   ASSERT_EQ(Call<RMDIR3res>(nfsproc3::RMDIR, rd).status, NFS3_OK);
   EXPECT_EQ(Call<GETATTR3res>(nfsproc3::GETATTR, GETATTR3args{dir}).status, NFS3ERR_STALE);
@@ -335,8 +369,7 @@ TEST_P(Nfs3Test, HandleOfAHandleFromAnotherExportIdIsRefused) {
   nfs_fh3 fh = MustCreate("h");
   nfs_fh3 forged = fh;
   forged.data[3] = std::byte(static_cast<uint8_t>(forged.data[3]) ^ 1);  // export id
-  EXPECT_EQ(Call<GETATTR3res>(nfsproc3::GETATTR, GETATTR3args{forged}).status,
-            NFS3ERR_BADHANDLE);
+  EXPECT_EQ(Call<GETATTR3res>(nfsproc3::GETATTR, GETATTR3args{forged}).status, NFS3ERR_BADHANDLE);
   for (size_t i = 0; i < fh.size; i += 5) {
     nfs_fh3 bad = fh;
     bad.data[i] = std::byte(static_cast<uint8_t>(bad.data[i]) ^ 0x40);
@@ -371,8 +404,7 @@ TEST_P(Nfs3Test, GarbageArgumentsAreRejectedAndServerCarriesOn) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Nfs3Test,
-                         ::testing::Values(BackendKind::kMemory, BackendKind::kLocal),
-                         BackendName);
+                         ::testing::Values(BackendKind::kMemory, BackendKind::kLocal), BackendName);
 
 }  // namespace
 }  // namespace nfsx::server::testing

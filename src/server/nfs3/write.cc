@@ -30,6 +30,13 @@ WRITE3res Write(Core& core, const WRITE3args& args, const Ctx& ctx) {
   if (!open) return fail(StatusOf(open.error()));
   auto n = (*open)->Write(args.offset, args.data.bytes);
   if (!n) return fail(StatusOf(n.error()));
+  if (auto mode = ModeAfterDataChange(r->caller.who, *pre)) {
+    vfs::SetAttr kill;
+    kill.mode = *mode;
+    if (auto done = file->exp().fs->SetAttr(file->node(), kill); !done) {
+      log::Warn("WRITE: cannot clear setuid/setgid: {}", std::strerror(done.error().code));
+    }
+  }
 
   // Never claim a stability that was not reached: if the sync fails, the reply
   // is an error and the verifier rotates, so clients resend what they wrote.
@@ -82,7 +89,8 @@ COMMIT3res Commit(Core& core, const COMMIT3args& args, const Ctx& ctx) {
   {
     std::lock_guard lock(file->op_mutex());
     auto now = core.Attr(*file);
-    wcc = {Core::PreOpAttr(now), now ? post_op_attr(core.ToFattr3(*now, file->exp())) : std::nullopt};
+    wcc = {Core::PreOpAttr(now),
+           now ? post_op_attr(core.ToFattr3(*now, file->exp())) : std::nullopt};
   }
   if (!synced) {
     res.status = StatusOf(synced.error());
