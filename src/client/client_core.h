@@ -123,6 +123,9 @@ class ClientCore {
   Result<size_t> WriteDirect(const InodePtr& ino, uint64_t offset, std::span<const std::byte> data);
 
   // Write-back. REQUIRES: ino->flush_mu held (shared suffices to send new direct data).
+  // Whether a write by the current identity makes the server clear setuid/setgid
+  // (a user's write to such a file; see server/access.h ModeAfterDataChange).
+  bool WriteDropsSetIds(Inode& ino);
   Result<void> SendDirty(const InodePtr& ino, nfs3::stable_how stable);
   Result<void> CommitAndVerify(const InodePtr& ino);
   // Sends `data` at `offset` as WRITEs of at most wsize, many in flight, and

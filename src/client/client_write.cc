@@ -63,6 +63,11 @@ Result<size_t> ClientCore::Write(const InodePtr& ino, uint64_t offset,
     if (attempt > 3) return Fail(EIO);
   }
   ino->NoteWriteEnd(offset + data.size());
+  if (mode == WriteMode::kBuffered && WriteDropsSetIds(*ino)) {
+    // The server clears the bits when the write reaches it; send it now, so that the
+    // writer's next stat shows what the server did rather than the old mode.
+    if (auto f = Flush(ino, false); !f) return std::unexpected(f.error());
+  }
   if (mode == WriteMode::kSync || options_.noac) {
     std::lock_guard fl(ino->flush_mu);
     if (auto s = SendDirty(ino, FILE_SYNC); !s) return std::unexpected(s.error());
@@ -76,6 +81,14 @@ Result<size_t> ClientCore::Write(const InodePtr& ino, uint64_t offset,
   }
   MaybeEvict();
   return data.size();
+}
+
+bool ClientCore::WriteDropsSetIds(Inode& ino) {
+  constexpr uint32_t kSetUid = 04000, kSetGid = 02000, kGroupExec = 00010;
+  if (ActingAs::Or(channel_->cred()).uid == 0) return false;
+  std::lock_guard lock(ino.mu);
+  uint32_t mode = ino.tracker.attr().mode;
+  return (mode & kSetUid) || (mode & (kSetGid | kGroupExec)) == (kSetGid | kGroupExec);
 }
 
 Result<void> ClientCore::Flush(const InodePtr& ino, bool commit) {

@@ -156,7 +156,8 @@ void NfsFuse::Init(fuse_conn_info* conn) {
   // The kernel would drop a file's pages whenever its mtime moved, our own writes
   // included (seed 000 at the kernel level); the client tells it when instead.
   want(FUSE_CAP_AUTO_INVAL_DATA, false);
-  // The kernel clears setuid/setgid on write and chown itself, as for a local file.
+  // The kernel clears setuid/setgid on write and chown by a chmod; SetAttr leaves out
+  // the ones a user who may not chmod sends (KillPrivBits).
   want(FUSE_CAP_HANDLE_KILLPRIV, false);
   want(FUSE_CAP_WRITEBACK_CACHE, options_.writeback_cache);
   want(FUSE_CAP_SPLICE_WRITE, options_.splice);

@@ -115,6 +115,9 @@ class NfsFuse {
   double EntryTimeout() const;
   void OnForeignChange(const client::InodePtr& ino);
 
+  // The setuid/setgid bits that a SETATTR to `new_mode` only clears on behalf of a
+  // user's write or truncation (the server clears them then); 0 for a real chmod.
+  uint32_t KillPrivBits(fuse_req_t req, const Node& node, uint32_t new_mode);
   // Open-file checks of close-to-open and ACCESS; EACCES etc. as errors.
   Result<void> CheckOpen(const client::InodePtr& ino, int flags);
   // The file an unlink or rename of parent/name would remove, if the kernel

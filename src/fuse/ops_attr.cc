@@ -25,6 +25,23 @@ void NfsFuse::GetAttr(fuse_req_t req, fuse_ino_t ino) {
   fuse_reply_attr(req, &st, AttrTimeout(*node->ino));
 }
 
+uint32_t NfsFuse::KillPrivBits(fuse_req_t req, const Node& node, uint32_t new_mode) {
+  // Before a user's write or truncation the kernel clears setuid/setgid by a chmod as
+  // that user. Only the owner may chmod, so the server would refuse it and the write
+  // would fail. The server clears those bits itself when a user writes or truncates
+  // (as knfsd does for the kernel NFS client), so such a chmod is left out. libfuse
+  // 3.14 cannot ask for FUSE_HANDLE_KILLPRIV_V2, which would tell us so directly.
+  constexpr uint32_t kSetIds = 06000;
+  const fuse_ctx* ctx = fuse_req_ctx(req);
+  if (!callers_ || ctx->uid == 0) return 0;
+  auto cur = core_->GetAttr(node.ino);
+  if (!cur || ctx->uid == cur->uid) return 0;
+  uint32_t dropped = cur->mode & ~new_mode;
+  bool only_dropped_set_ids =
+      dropped != 0 && (dropped & ~kSetIds) == 0 && (new_mode & ~cur->mode) == 0;
+  return only_dropped_set_ids ? dropped : 0;
+}
+
 void NfsFuse::SetAttr(fuse_req_t req, fuse_ino_t ino, const struct stat* attr, int to_set) {
   NodePtr node = NodeOr(req, ino);
   if (!node) return;
@@ -46,7 +63,12 @@ void NfsFuse::SetAttr(fuse_req_t req, fuse_ino_t ino, const struct stat* attr, i
     a.mtime = {attr->st_mtim.tv_sec, static_cast<uint32_t>(attr->st_mtim.tv_nsec)};
   }
   // FUSE_SET_ATTR_CTIME alone (the kernel's own bookkeeping) changes nothing here.
-  auto s = core_->SetAttr(node->ino, a);
+  uint32_t killed = a.mode ? KillPrivBits(req, *node, *a.mode) : 0;
+  if (killed) a.mode.reset();
+  bool rest = a.mode || a.uid || a.gid || a.size || a.atime_how != SetAttrs::Time::kKeep ||
+              a.mtime_how != SetAttrs::Time::kKeep;
+  auto s = rest || !killed ? core_->SetAttr(node->ino, a) : core_->GetAttr(node->ino);
+  if (s) s->mode &= ~killed;
   if (!s) {
     fuse_reply_err(req, s.error().code);
     return;

@@ -84,8 +84,15 @@ if ((EUID == 0)) && command -v setpriv >/dev/null; then
 		fail "a member of the file's supplementary group cannot write it"
 	as_nobody sh -c "echo more >>'$WORK/shared/group-file'" 2>/dev/null && fail "a non-member wrote a 0660 file"
 	[[ $(cat "$EXPORT_DIR/group-file") == $'g\nmore' ]] || fail "group-file: $(cat "$EXPORT_DIR/group-file")"
+	# A user's write to a setuid file: the write succeeds and the bit goes (as on a local
+	# file); the kernel's chmod that would clear it is not the user's to make.
+	echo a >"$WORK/shared/suid-file" && chmod 04777 "$WORK/shared/suid-file"
+	as_nobody sh -c "echo b >>'$WORK/shared/suid-file'; stat -c %a '$WORK/shared/suid-file'" >"$WORK/suid.out" ||
+		fail "a user's write to a 04777 file failed"
+	[[ $(cat "$WORK/suid.out") == 777 && $(stat -c %a "$EXPORT_DIR/suid-file") == 777 ]] ||
+		fail "after a user's write: mode $(cat "$WORK/suid.out") on the mount, $(stat -c %a "$EXPORT_DIR/suid-file") on the server (expected 777)"
 	unmount_nfsx "$WORK/shared"
-	pass "callers' identities reach the server: owner of new files, supplementary groups"
+	pass "callers' identities reach the server: owner of new files, supplementary groups, setuid cleared by a user's write"
 	mount_nfsx "$WORK/shared" "$(url)" -o allow_other,uid=0,gid=0
 	# (touch would then fail to set the times: the new file is root's, not the caller's)
 	as_nobody sh -c ": >'$WORK/shared/by-nobody-as-root'" || fail "uid=0 mount: nobody cannot create in a 1777 directory"
