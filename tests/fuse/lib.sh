@@ -8,65 +8,24 @@
 #   NFSX_KEEP_WORK=1  keep the work directory (logs) after the test
 #   NFSX_FSX_OPS      operations per fsx run (default 50000)
 #
-# Exit status: 0 passed, 1 failed, 77 skipped (ctest's SKIP_RETURN_CODE). A test skips,
-# saying why, where FUSE cannot be used (no /dev/fuse, no privilege to mount) or where
-# a peer cannot run; it never passes without having run.
-set -euo pipefail
+# Exit status: 0 passed, 1 failed, 77 skipped (ctest's SKIP_RETURN_CODE; the frame is
+# tests/common.sh). A test skips, saying why, where FUSE cannot be used (no /dev/fuse,
+# no privilege to mount) or where a peer cannot run; it never passes without having run.
 
-TEST_NAME=${TEST_NAME:-$(basename "$0" .sh)}
-SOURCE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
-NFSX=${NFSX:?set NFSX to the nfsx binary}
-NFSX_FUSE_BIN=${NFSX_FUSE_BIN:-$(dirname "$NFSX")}
 # Exports live on tmpfs when there is one: the tests are about the client and the mount,
 # and a server's fsync on a slow disk would only make them slower.
-BASE=${NFSX_TEST_TMP:-$([[ -d /dev/shm && -w /dev/shm ]] && echo /dev/shm || echo "${TMPDIR:-/tmp}")}
-WORK=$(mktemp -d "$BASE/nfsx-$TEST_NAME.XXXXXX")
-CHECKS=0
-SERVERS=()  # "kind pid"
-MOUNTS=()   # mountpoints to take down at exit
+WORK_BASE=${NFSX_TEST_TMP:-$([[ -d /dev/shm && -w /dev/shm ]] && echo /dev/shm || echo "${TMPDIR:-/tmp}")}
+NFSX_FUSE_BIN=${NFSX_FUSE_BIN:-$(dirname "${NFSX:?set NFSX to the nfsx binary}")}
+source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
+MOUNTS=()  # mountpoints to take down at exit
 
-note() { echo "[$TEST_NAME] $*"; }
-pass() { CHECKS=$((CHECKS + 1)); echo "[$TEST_NAME] ok: $*"; }
-fail() {
-	echo "[$TEST_NAME] FAIL: $*" >&2
-	exit 1
-}
-skip() {
-	echo "[$TEST_NAME] SKIP: $*"
-	exit 77
-}
-
-_cleanup() {
-	local rc=$? m entry kind pid
+before_cleanup() {
+	local m
 	for m in "${MOUNTS[@]}"; do
 		[[ -n $m ]] || continue
 		fusermount3 -u "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
 	done
-	for entry in "${SERVERS[@]}"; do
-		[[ -n $entry ]] || continue
-		read -r kind pid <<<"$entry"
-		case $kind in
-			nfsx) kill -TERM "$pid" 2>/dev/null || true ;;
-			ganesha) "$SOURCE_DIR/tests/peers/ganesha.sh" stop "$pid" || true ;;
-		esac
-	done
-	if ((rc != 0 && rc != 77)); then
-		for log in "$WORK"/*.log "$WORK"/*/*.log; do
-			[[ -f $log ]] || continue
-			echo "----- last lines of $log -----" >&2
-			tail -n 30 "$log" >&2
-		done
-	fi
-	if [[ ${NFSX_KEEP_WORK:-0} == 1 ]] || ((rc != 0 && rc != 77)); then
-		echo "[$TEST_NAME] work directory kept: $WORK" >&2
-	else
-		rm -rf "$WORK"
-	fi
-	if ((rc == 0)); then echo "[$TEST_NAME] PASSED ($CHECKS checks)"; fi
-	exit "$rc"
 }
-trap _cleanup EXIT
-trap 'exit 130' INT TERM
 
 # need_fuse: skip unless this machine can mount FUSE file systems at all.
 need_fuse() {

@@ -6,57 +6,10 @@
 #   NFSX_LIBNFS_LOAD  the nfsx-libnfs-load binary (tests that use it)
 #   NFSX_KEEP_WORK=1  keep the work directory (logs, exports) after the test
 #
-# Exit status: 0 passed, 1 failed, 77 skipped (ctest's SKIP_RETURN_CODE).
-set -euo pipefail
-
-TEST_NAME=$(basename "$0" .sh)
-SOURCE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
-NFSX=${NFSX:?set NFSX to the nfsx binary}
+# Exit status: 0 passed, 1 failed, 77 skipped (ctest's SKIP_RETURN_CODE); the frame
+# (work directory, note/pass/fail/skip, cleanup) is tests/common.sh.
 NFSX_LIBNFS_LOAD=${NFSX_LIBNFS_LOAD:-}
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/nfsx-$TEST_NAME.XXXXXX")
-WORK=$(cd "$WORK" && pwd -P)
-CHECKS=0
-
-# Servers started by this test: "kind pid" per entry.
-SERVERS=()
-
-note() { echo "[$TEST_NAME] $*"; }
-pass() { CHECKS=$((CHECKS + 1)); echo "[$TEST_NAME] ok: $*"; }
-fail() {
-	echo "[$TEST_NAME] FAIL: $*" >&2
-	exit 1
-}
-skip() {
-	echo "[$TEST_NAME] SKIP: $*"
-	exit 77
-}
-
-_cleanup() {
-	local rc=$? entry kind pid
-	for entry in "${SERVERS[@]}"; do
-		read -r kind pid <<<"$entry"
-		case $kind in
-			nfsx) kill -TERM "$pid" 2>/dev/null || true ;;
-			ganesha) "$SOURCE_DIR/tests/peers/ganesha.sh" stop "$pid" || true ;;
-		esac
-	done
-	if ((rc != 0 && rc != 77)); then
-		for log in "$WORK"/*.log "$WORK"/*/*.log; do
-			[[ -f $log ]] || continue
-			echo "----- last lines of $log -----" >&2
-			tail -n 30 "$log" >&2
-		done
-	fi
-	if [[ ${NFSX_KEEP_WORK:-0} == 1 ]] || ((rc != 0 && rc != 77)); then
-		echo "[$TEST_NAME] work directory kept: $WORK" >&2
-	else
-		rm -rf "$WORK"
-	fi
-	if ((rc == 0)); then echo "[$TEST_NAME] PASSED ($CHECKS checks)"; fi
-	exit "$rc"
-}
-trap _cleanup EXIT
-trap 'exit 130' INT TERM
+source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 
 need() {
 	local tool
