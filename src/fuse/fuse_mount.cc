@@ -88,6 +88,10 @@ Result<std::unique_ptr<FuseMount>> FuseMount::Create(const std::string& url,
     return fail(r.error().code, why);
   }
   mo.caller_identity = parsed->options.uid == UINT32_MAX && parsed->options.gid == UINT32_MAX;
+  // Once other users may use the mount, the kernel also checks them against the mode
+  // bits, as the kernel NFS client does before it asks the server. With one identity
+  // for everyone (uid=, gid=), that check is all that keeps a user to their rights.
+  if (mo.allow_other) mo.default_permissions = true;
   char resolved[PATH_MAX];
   struct stat st;
   if (!realpath(mountpoint.c_str(), resolved) || stat(resolved, &st) != 0) {
@@ -123,11 +127,8 @@ Result<std::unique_ptr<FuseMount>> FuseMount::Create(const std::string& url,
   m->fs_ = std::make_unique<NfsFuse>(std::move(*core), root, mo, source);
 
   std::string fuse_opts = fmt::format("fsname={},subtype=nfsx", EscapeOption(source));
-  // Once other users may use the mount, the kernel also checks them against the mode
-  // bits, as the kernel NFS client does before it asks the server. With one identity
-  // for everyone (uid=, gid=), that check is all that keeps a user to their rights.
   if (mo.allow_other) fuse_opts += ",allow_other";
-  if (mo.default_permissions || mo.allow_other) fuse_opts += ",default_permissions";
+  if (mo.default_permissions) fuse_opts += ",default_permissions";
   if (mo.read_only) fuse_opts += ",ro";
   std::vector<std::string> argv_s = {"nfsx", "-o", fuse_opts};
   if (mo.debug) argv_s.push_back("-d");

@@ -31,9 +31,11 @@ uint32_t NfsFuse::KillPrivBits(fuse_req_t req, const Node& node, uint32_t new_mo
   // would fail. The server clears those bits itself when a user writes or truncates
   // (as knfsd does for the kernel NFS client), so such a chmod is left out. libfuse
   // 3.14 cannot ask for FUSE_HANDLE_KILLPRIV_V2, which would tell us so directly.
+  // Only with default_permissions: the kernel then refuses a user's own chmod of a file
+  // they do not own, so such a chmod that reaches us can only be the kernel's.
   constexpr uint32_t kSetIds = 06000;
   const fuse_ctx* ctx = fuse_req_ctx(req);
-  if (!callers_ || ctx->uid == 0) return 0;
+  if (!callers_ || !options_.default_permissions || ctx->uid == 0) return 0;
   auto cur = core_->GetAttr(node.ino);
   if (!cur || ctx->uid == cur->uid) return 0;
   uint32_t dropped = cur->mode & ~new_mode;

@@ -25,8 +25,10 @@ bool Writable(int flags) { return (flags & O_ACCMODE) != O_RDONLY; }
 }  // namespace
 
 Result<void> NfsFuse::CheckOpen(const InodePtr& ino, int flags) {
-  // With default_permissions the kernel has checked the mode bits already.
-  if (options_.default_permissions || ino->type() != NF3REG) return {};
+  // With default_permissions the kernel has checked the mode bits already; but where
+  // requests carry their caller's identity the server may still say no (root_squash),
+  // so the open asks, as the kernel NFS client does (answers are cached per identity).
+  if ((options_.default_permissions && !callers_) || ino->type() != NF3REG) return {};
   uint32_t want = 0;
   if ((flags & O_ACCMODE) != O_WRONLY) want |= ACCESS3_READ;
   if (Writable(flags)) want |= ACCESS3_MODIFY;
