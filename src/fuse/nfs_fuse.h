@@ -118,6 +118,9 @@ class NfsFuse {
   // The setuid/setgid bits that a SETATTR to `new_mode` only clears on behalf of a
   // user's write or truncation (the server clears them then); 0 for a real chmod.
   uint32_t KillPrivBits(fuse_req_t req, const Node& node, uint32_t new_mode);
+  // Drops the client's clean pages of a sequential read stream that lie well behind
+  // `offset`: the kernel's page cache holds them.
+  void DropBehind(FileHandle& h, uint64_t offset);
   // Open-file checks of close-to-open and ACCESS; EACCES etc. as errors.
   Result<void> CheckOpen(const client::InodePtr& ino, int flags);
   // The file an unlink or rename of parent/name would remove, if the kernel

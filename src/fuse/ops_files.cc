@@ -16,6 +16,8 @@ struct NfsFuse::FileHandle {
   NodePtr node;
   int flags = 0;
   client::ReadAhead ra;
+  // The client's pages of this stream before here have been dropped (DropBehind).
+  std::atomic<uint64_t> dropped_until{0};
 };
 
 namespace {
@@ -151,6 +153,21 @@ void NfsFuse::Read(fuse_req_t req, size_t size, off_t off, fuse_file_info* fi) {
     return;
   }
   fuse_reply_buf(req, reinterpret_cast<const char*>(buf.data()), *n);
+  if (!direct) DropBehind(*h, static_cast<uint64_t>(off));
+}
+
+void NfsFuse::DropBehind(FileHandle& h, uint64_t offset) {
+  // What a sequential reader has read is in the kernel's page cache now (kept across
+  // opens until another client changes the file), so the client's copy only costs
+  // memory, and fresh memory is slow to fault in. Clean pages well behind the reader
+  // go, and the stream reuses them. Random and mmap readers keep everything.
+  constexpr uint64_t kBehind = 8 << 20;
+  if (h.ra.window.load(std::memory_order_relaxed) == 0 || offset < kBehind) return;
+  uint64_t until = offset - kBehind;
+  uint64_t from = h.dropped_until.load(std::memory_order_relaxed);
+  if (until < from + (1 << 20)) return;  // in steps of at least 1 MiB
+  if (!h.dropped_until.compare_exchange_strong(from, until)) return;
+  h.node->ino->pages.DropRange(from, until);
 }
 
 void NfsFuse::WriteBuf(fuse_req_t req, fuse_bufvec* bufv, off_t off, fuse_file_info* fi) {
