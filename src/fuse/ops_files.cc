@@ -152,8 +152,9 @@ void NfsFuse::Read(fuse_req_t req, size_t size, off_t off, fuse_file_info* fi) {
     fuse_reply_err(req, n.error().code);
     return;
   }
-  fuse_reply_buf(req, reinterpret_cast<const char*>(buf.data()), *n);
+  // Before the reply: once the kernel has it, a RELEASE on another thread may free `h`.
   if (!direct) DropBehind(*h, static_cast<uint64_t>(off));
+  fuse_reply_buf(req, reinterpret_cast<const char*>(buf.data()), *n);
 }
 
 void NfsFuse::DropBehind(FileHandle& h, uint64_t offset) {
