@@ -122,11 +122,14 @@ Result<void> ClientCore::Fetch(const InodePtr& ino, uint64_t offset, uint64_t le
     if (!missing) flush_run(page);
   }
   flush_run(last + 1);
-  auto wait_for_others = [&]() -> Result<void> {
+  // Bytes the caller needs that other READs are fetching: wait for those too.
+  auto wait_for_others = [&] {
     if (others_fetching && need_end > offset) ino->reads_in_flight.Wait(offset, need_end);
-    return {};
   };
-  if (chunks.empty()) return wait_for_others();
+  if (chunks.empty()) {
+    wait_for_others();
+    return {};
+  }
 
   struct Wait {
     std::mutex mu;
@@ -180,7 +183,8 @@ Result<void> ClientCore::Fetch(const InodePtr& ino, uint64_t offset, uint64_t le
   lock.unlock();
   MaybeEvict();
   if (wait->error) return Fail(wait->error);
-  return wait_for_others();
+  wait_for_others();
+  return {};
 }
 
 Result<size_t> ClientCore::ReadDirect(const InodePtr& ino, uint64_t offset,

@@ -7,6 +7,7 @@
 // with a server that did not restart every byte crosses the wire once, and
 // with one that did, nothing acknowledged is lost (seeds 003, 004).
 #include "base/logging.h"
+#include "base/set_id_bits.h"
 #include "client/client_core.h"
 #include "proto/nfsstat.h"
 
@@ -84,11 +85,9 @@ Result<size_t> ClientCore::Write(const InodePtr& ino, uint64_t offset,
 }
 
 bool ClientCore::WriteDropsSetIds(Inode& ino) {
-  constexpr uint32_t kSetUid = 04000, kSetGid = 02000, kGroupExec = 00010;
   if (ActingAs::Or(channel_->cred()).uid == 0) return false;
   std::lock_guard lock(ino.mu);
-  uint32_t mode = ino.tracker.attr().mode;
-  return (mode & kSetUid) || (mode & (kSetGid | kGroupExec)) == (kSetGid | kGroupExec);
+  return SetIdBitsClearedByWrite(ino.tracker.attr().mode) != 0;
 }
 
 Result<void> ClientCore::Flush(const InodePtr& ino, bool commit) {

@@ -161,7 +161,7 @@ void NfsFuse::DropBehind(FileHandle& h, uint64_t offset) {
   // What a sequential reader has read is in the kernel's page cache now (kept across
   // opens until another client changes the file), so the client's copy only costs
   // memory, and fresh memory is slow to fault in. Clean pages well behind the reader
-  // go, and the stream reuses them. Random and mmap readers keep everything.
+  // go, and the stream reuses them. Random reads and dirty pages are never dropped.
   constexpr uint64_t kBehind = 8 << 20;
   if (h.ra.window.load(std::memory_order_relaxed) == 0 || offset < kBehind) return;
   uint64_t until = offset - kBehind;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/set_id_bits.h"
 #include "proto/nfs3_types.h"
 #include "server/export_config.h"
 
@@ -51,10 +52,8 @@ bool PermitsData(const Identity& who, const vfs::Attr& attr, uint32_t want) {
 }
 
 std::optional<uint32_t> ModeAfterDataChange(const Identity& who, const vfs::Attr& attr) {
-  constexpr uint32_t kSetUid = 04000, kSetGid = 02000, kGroupExec = 00010;
   if (who.is_root() || attr.type != vfs::FileType::kRegular) return std::nullopt;
-  uint32_t kill = attr.mode & kSetUid;
-  if ((attr.mode & (kSetGid | kGroupExec)) == (kSetGid | kGroupExec)) kill |= kSetGid;
+  uint32_t kill = SetIdBitsClearedByWrite(attr.mode);
   if (!kill) return std::nullopt;
   return attr.mode & ~kill;
 }
