@@ -1,5 +1,7 @@
 #include "server/core.h"
 
+#include <thread>
+
 #include "base/logging.h"
 #include "proto/nfsstat.h"
 
@@ -82,7 +84,7 @@ std::expected<Resolved, nfsstat3> Core::Resolve(const nfs_fh3& fh, const rpc::Ca
   return Resolved{std::move(file), *caller};
 }
 
-Result<vfs::Attr> Core::Attr(FileState& file, uint8_t changes) {
+Result<vfs::Attr> Core::AttrLocked(FileState& file, uint8_t changes) {
   auto attr = file.exp().fs->GetAttr(file.node());
   if (!attr) return attr;
   if (attr->nlink == 0) return Fail(ESTALE);  // removed; kept alive only by our reference
@@ -90,6 +92,28 @@ Result<vfs::Attr> Core::Attr(FileState& file, uint8_t changes) {
   return attr;
 }
 
+Result<vfs::Attr> Core::Attr(FileState& file) {
+  if (file.ModifiedByThisThread()) return AttrLocked(file);
+  // Optimistic: stat, and show the result only if no modification began or ended
+  // around it. A stat that raced one could show a state half-way through it (new
+  // times, old size) or one older than a modification's post-op attributes, and
+  // either would look to clients like somebody else's change.
+  constexpr int kOptimisticTries = 3;
+  for (int attempt = 0; attempt < kOptimisticTries; ++attempt) {
+    uint64_t seq = file.times().Seq();
+    if (TimeOverlay::InChange(seq)) {
+      std::this_thread::yield();
+      continue;
+    }
+    auto attr = file.exp().fs->GetAttr(file.node());
+    if (!attr) return attr;
+    if (attr->nlink == 0) return Fail(ESTALE);
+    if (file.times().PresentObservation(*attr, seq) == TimeOverlay::Outcome::kShown) return attr;
+  }
+  // Writers keep the file busy: wait for the one under way instead.
+  std::lock_guard lock(file.op_mutex());
+  return AttrLocked(file);
+}
 fattr3 Core::ToFattr3(const vfs::Attr& a, const ExportRuntime& exp) const {
   fattr3 f;
   f.type = static_cast<ftype3>(a.type);
@@ -102,17 +126,21 @@ fattr3 Core::ToFattr3(const vfs::Attr& a, const ExportRuntime& exp) const {
   f.rdev = {a.rdev_major, a.rdev_minor};
   f.fsid = exp.fs->fsid();
   f.fileid = a.fileid;
-  auto t = [](const vfs::Timespec& ts) {
-    return nfstime3{static_cast<uint32_t>(ts.sec), ts.nsec};
-  };
+  auto t = [](const vfs::Timespec& ts) { return nfstime3{static_cast<uint32_t>(ts.sec), ts.nsec}; };
   f.atime = t(a.atime);
   f.mtime = t(a.mtime);
   f.ctime = t(a.ctime);
   return f;
 }
 
-post_op_attr Core::PostOpAttr(FileState& file, uint8_t changes) {
-  auto attr = Attr(file, changes);
+post_op_attr Core::PostOpAttr(FileState& file) {
+  auto attr = Attr(file);
+  if (!attr) return std::nullopt;
+  return ToFattr3(*attr, file.exp());
+}
+
+post_op_attr Core::PostOpAttrLocked(FileState& file, uint8_t changes) {
+  auto attr = AttrLocked(file, changes);
   if (!attr) return std::nullopt;
   return ToFattr3(*attr, file.exp());
 }
@@ -137,7 +165,8 @@ Result<void> Core::SyncMetadata(const FileStatePtr& file) {
 }
 
 wcc_attr ToWccAttr(const vfs::Attr& a) {
-  return wcc_attr{a.size, {static_cast<uint32_t>(a.mtime.sec), a.mtime.nsec},
+  return wcc_attr{a.size,
+                  {static_cast<uint32_t>(a.mtime.sec), a.mtime.nsec},
                   {static_cast<uint32_t>(a.ctime.sec), a.ctime.nsec}};
 }
 

@@ -63,12 +63,20 @@ class Core {
   // The table entry (and handle) for a node a backend just returned.
   FileStatePtr Intern(ExportRuntime& exp, vfs::NodePtr node);
 
-  // Attributes as clients see them. ESTALE when the file is gone (nlink 0).
-  // `changes` (TimeOverlay::Change) names what the caller's operation modified.
-  Result<vfs::Attr> Attr(FileState& file, uint8_t changes = TimeOverlay::kNone);
+  // Attributes as clients see them, of a file the caller is not modifying:
+  // taken while no modification of it through this server is under way, so
+  // they are exactly the state some modification's post-op attributes showed
+  // (or a third party's). ESTALE when the file is gone (nlink 0).
+  Result<vfs::Attr> Attr(FileState& file);
+  // The same inside the caller's FileState::Modification of `file`: pre-op
+  // attributes (kNone) and post-op ones. `changes` (TimeOverlay::Change) names
+  // what the operation modified. REQUIRES: a Modification of `file` held.
+  Result<vfs::Attr> AttrLocked(FileState& file, uint8_t changes = TimeOverlay::kNone);
   nfs3::fattr3 ToFattr3(const vfs::Attr& attr, const ExportRuntime& exp) const;
   // Best effort: absent when the attributes cannot be read.
-  nfs3::post_op_attr PostOpAttr(FileState& file, uint8_t changes = TimeOverlay::kNone);
+  nfs3::post_op_attr PostOpAttr(FileState& file);
+  // REQUIRES: a Modification of `file` held.
+  nfs3::post_op_attr PostOpAttrLocked(FileState& file, uint8_t changes = TimeOverlay::kNone);
   static nfs3::pre_op_attr PreOpAttr(const Result<vfs::Attr>& attr);
 
   // Makes a completed metadata change durable (the `sync` export option, as

@@ -11,7 +11,9 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -39,7 +41,25 @@ class FileState {
   // Held by every operation that modifies the file (or, for a directory, its
   // entries) from before its pre-op attributes to after its post-op attributes,
   // so that each wcc interval is exact with respect to every other operation
-  // through this server.
+  // through this server. It also tells the time overlay that a change is under
+  // way, so that observations racing it are taken again (Core::Attr).
+  // Not reentrant: a thread never holds two on one file.
+  class Modification {
+   public:
+    explicit Modification(FileState& file);
+    ~Modification();
+    Modification(const Modification&) = delete;
+    Modification& operator=(const Modification&) = delete;
+
+   private:
+    FileState& file_;
+    std::lock_guard<std::mutex> lock_;
+  };
+  // Whether the calling thread holds a Modification of this file.
+  bool ModifiedByThisThread() const {
+    return modifier_.load(std::memory_order_relaxed) == std::this_thread::get_id();
+  }
+  // Excludes modifications without counting as one (an observation's last resort).
   std::mutex& op_mutex() { return op_mu_; }
 
   TimeOverlay& times() { return times_; }
@@ -47,7 +67,7 @@ class FileState {
   // Open descriptors, managed by OpenFileCache.
   struct Opens {
     std::mutex mu;
-    std::shared_ptr<vfs::OpenFile> read_only;  // GUARDED_BY(mu)
+    std::shared_ptr<vfs::OpenFile> read_only;   // GUARDED_BY(mu)
     std::shared_ptr<vfs::OpenFile> read_write;  // GUARDED_BY(mu)
     std::atomic<int64_t> last_use_ns{0};
     std::atomic<bool> listed{false};  // in the cache's list
@@ -59,6 +79,7 @@ class FileState {
   vfs::NodePtr node_;
   nfs3::nfs_fh3 fh_;
   std::mutex op_mu_;
+  std::atomic<std::thread::id> modifier_{};
   TimeOverlay times_;
   Opens opens_;
 };
@@ -66,6 +87,12 @@ using FileStatePtr = std::shared_ptr<FileState>;
 
 // Thread-safe, sharded LRU. Entries in use (referenced outside the table) are
 // never evicted; the table may then exceed its capacity briefly.
+//
+// An evicted entry whose time overlay shows times ahead of the filesystem's
+// leaves that state behind, and a new entry for the same handle starts from it,
+// so that times shown to clients never go backwards. At most max(capacity, 1024)
+// such states are kept (beyond that the oldest is forgotten: docs/wcc.md says what a
+// client sees then).
 class FileTable {
  public:
   explicit FileTable(size_t capacity);
@@ -75,19 +102,32 @@ class FileTable {
   FileStatePtr Insert(FileStatePtr state);
   void Erase(std::string_view fh);
   size_t size() const;
+  // Overlay states kept for evicted entries, and how many were taken up again.
+  size_t carried() const;
+  uint64_t restored() const { return restored_.load(std::memory_order_relaxed); }
 
  private:
   static constexpr size_t kShards = 16;
+  static constexpr size_t kMinCarriedPerShard = 64;
+  struct Carried {
+    std::string key;
+    TimeOverlay::State times;
+  };
   struct Shard {
     std::mutex mu;
     std::list<FileStatePtr> lru;  // most recent first
     std::unordered_map<std::string_view, std::list<FileStatePtr>::iterator> map;
+    std::list<Carried> carried;  // most recent first
+    std::unordered_map<std::string_view, std::list<Carried>::iterator> carried_map;
   };
   Shard& ShardFor(std::string_view fh);
   void EvictLocked(Shard& shard);
+  void CarryLocked(Shard& shard, const FileState& state, const TimeOverlay::State& times);
+  std::optional<TimeOverlay::State> TakeCarriedLocked(Shard& shard, std::string_view key);
 
   size_t per_shard_capacity_;
   std::array<Shard, kShards> shards_;
+  std::atomic<uint64_t> restored_{0};
 };
 
 }  // namespace nfsx::server

@@ -39,11 +39,73 @@ TEST(TimeOverlayTest, ThirdPartyChangeInTheSameTickIsVisible) {
   vfs::Attr w = At(5, 999999999);
   o.Present(w, TimeOverlay::kMtime | TimeOverlay::kCtime);
   EXPECT_EQ(w.mtime, (vfs::Timespec{6, 0}));  // nanoseconds carry into seconds
-  // Someone changed the file directly: the filesystem shows a new (but older than
-  // shown) time. The change must still look like a change.
-  vfs::Attr other = At(5, 999999999 - 1);
-  o.Present(other, TimeOverlay::kNone);
+  // Someone wrote to the file directly within the same tick: the times on disk
+  // did not move, the size did. It must still look like a change.
+  vfs::Attr other = At(5, 999999999);
+  other.size = 7;
+  EXPECT_EQ(o.PresentObservation(other, o.Seq()), TimeOverlay::Outcome::kShown);
   EXPECT_GT(other.mtime, w.mtime);
+  EXPECT_GT(other.ctime, w.ctime);
+}
+
+TEST(TimeOverlayTest, AnObservationOlderThanOneShownIsStaleNotAChange) {
+  TimeOverlay o;
+  vfs::Attr a = At(10, 0);
+  o.Present(a, TimeOverlay::kNone);
+  vfs::Attr newer = At(10, 500);  // somebody changed the file: seen by one reader...
+  ASSERT_EQ(o.PresentObservation(newer, o.Seq()), TimeOverlay::Outcome::kShown);
+  vfs::Attr older = At(10, 0);  // ...while another reader's stat from before arrives late
+  EXPECT_EQ(o.PresentObservation(older, o.Seq()), TimeOverlay::Outcome::kStale);
+  vfs::Attr again = At(10, 500);  // stat again: the same state as shown, not a new one
+  ASSERT_EQ(o.PresentObservation(again, o.Seq()), TimeOverlay::Outcome::kShown);
+  EXPECT_EQ(again.ctime, newer.ctime);
+  EXPECT_EQ(again.mtime, newer.mtime);
+}
+
+TEST(TimeOverlayTest, AnObservationRacingAModificationIsRefused) {
+  TimeOverlay o;
+  vfs::Attr a = At(1, 0);
+  o.Present(a, TimeOverlay::kNone);
+  uint64_t before = o.Seq();
+  o.BeginChange();
+  vfs::Attr during = At(1, 0);
+  EXPECT_EQ(o.PresentObservation(during, before), TimeOverlay::Outcome::kRaced);
+  EXPECT_TRUE(TimeOverlay::InChange(o.Seq()));
+  vfs::Attr post = At(1, 0);
+  o.Present(post, TimeOverlay::kMtime | TimeOverlay::kCtime);
+  o.EndChange();
+  EXPECT_EQ(o.PresentObservation(during, before), TimeOverlay::Outcome::kRaced);
+  vfs::Attr after = At(1, 0);
+  ASSERT_EQ(o.PresentObservation(after, o.Seq()), TimeOverlay::Outcome::kShown);
+  EXPECT_EQ(after.ctime, post.ctime);  // the state the modification showed, nothing newer
+}
+
+TEST(TimeOverlayTest, MtimeSetBackByAThirdPartyIsShownAsSet) {
+  TimeOverlay o;
+  vfs::Attr a = At(100, 0);
+  o.Present(a, TimeOverlay::kNone);
+  vfs::Attr touched = At(50, 0);  // `touch -d` on the server: mtime back, ctime now
+  touched.ctime = {101, 0};
+  ASSERT_EQ(o.PresentObservation(touched, o.Seq()), TimeOverlay::Outcome::kShown);
+  EXPECT_EQ(touched.mtime, (vfs::Timespec{50, 0}));
+  EXPECT_EQ(touched.ctime, (vfs::Timespec{101, 0}));
+}
+
+TEST(TimeOverlayTest, RestoredStateKeepsShowingTheSameTimes) {
+  TimeOverlay o;
+  vfs::Attr a = At(7, 0);
+  o.Present(a, TimeOverlay::kNone);
+  EXPECT_FALSE(o.Snapshot()) << "nothing to keep: the filesystem shows the same";
+  vfs::Attr w = At(7, 0);
+  o.Present(w, TimeOverlay::kMtime | TimeOverlay::kCtime);
+  auto kept = o.Snapshot();
+  ASSERT_TRUE(kept);
+  TimeOverlay fresh;
+  fresh.Restore(*kept);
+  vfs::Attr g = At(7, 0);
+  ASSERT_EQ(fresh.PresentObservation(g, fresh.Seq()), TimeOverlay::Outcome::kShown);
+  EXPECT_EQ(g.mtime, w.mtime);
+  EXPECT_EQ(g.ctime, w.ctime);
 }
 
 TEST(TimeOverlayTest, ClientSetMtimeIsShownExactly) {

@@ -55,6 +55,23 @@ class FaultInjectingFs::Injector {
     return std::nullopt;
   }
 
+  void SetTimeGranularity(uint64_t ns) { granularity_ns_.store(ns, std::memory_order_relaxed); }
+  // What a filesystem with the configured clock granularity would report.
+  Result<Attr> Coarsen(Result<Attr> attr) const {
+    uint64_t g = granularity_ns_.load(std::memory_order_relaxed);
+    if (!attr || g == 0) return attr;
+    auto cut = [g](Timespec& t) {
+      uint64_t ns = static_cast<uint64_t>(t.sec) * 1000000000u + t.nsec;
+      ns -= ns % g;
+      t.sec = static_cast<int64_t>(ns / 1000000000u);
+      t.nsec = static_cast<uint32_t>(ns % 1000000000u);
+    };
+    cut(attr->atime);
+    cut(attr->mtime);
+    cut(attr->ctime);
+    return attr;
+  }
+
   uint64_t calls(FaultOp op) const { return calls_[Index(op)].load(std::memory_order_relaxed); }
   uint64_t injected() const { return injected_.load(std::memory_order_relaxed); }
 
@@ -89,6 +106,7 @@ class FaultInjectingFs::Injector {
   std::array<std::atomic<uint32_t>, kNumFaultOps> by_file_{};
   std::array<std::atomic<uint64_t>, kNumFaultOps> calls_{};
   std::atomic<uint64_t> injected_{0};
+  std::atomic<uint64_t> granularity_ns_{0};
 };
 
 namespace {
@@ -115,7 +133,7 @@ class FaultOpenFile final : public OpenFile {
 
   Result<Attr> GetAttr() override {
     if (auto error = Check(FaultOp::kGetAttr)) return Fail(*error);
-    return base_->GetAttr();
+    return injector_->Coarsen(base_->GetAttr());
   }
 
   Result<void> Close() override {
@@ -168,6 +186,8 @@ void FaultInjectingFs::FailOnFile(FaultOp op, uint64_t fileid, int error, uint64
 
 void FaultInjectingFs::ClearFaults() { injector_->Clear(); }
 
+void FaultInjectingFs::SetTimeGranularity(uint64_t ns) { injector_->SetTimeGranularity(ns); }
+
 uint64_t FaultInjectingFs::calls(FaultOp op) const { return injector_->calls(op); }
 
 uint64_t FaultInjectingFs::faults_injected() const { return injector_->injected(); }
@@ -213,7 +233,7 @@ Result<NodePtr> FaultInjectingFs::DecodeHandle(std::span<const std::byte> handle
 
 Result<Attr> FaultInjectingFs::GetAttr(Node& node) {
   if (auto error = Check(FaultOp::kGetAttr, {&node})) return Fail(*error);
-  return base_->GetAttr(node);
+  return injector_->Coarsen(base_->GetAttr(node));
 }
 
 Result<void> FaultInjectingFs::SetAttr(Node& node, const vfs::SetAttr& attr) {

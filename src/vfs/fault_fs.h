@@ -75,6 +75,11 @@ class FaultInjectingFs final : public Filesystem {
   // Disarms every fault (counters are kept).
   void ClearFaults();
 
+  // From now on, mtime/ctime/atime that GetAttr reports are cut down to multiples of
+  // `ns` (0: as the wrapped filesystem keeps them): a filesystem whose clock ticks
+  // coarsely, as ext4 before Linux 6.13 (one jiffy) or FAT (two seconds).
+  void SetTimeGranularity(uint64_t ns);
+
   // How many calls of `op` were made, failed ones included.
   uint64_t calls(FaultOp op) const;
   // How many calls failed because of an armed fault.

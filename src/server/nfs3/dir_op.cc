@@ -11,8 +11,8 @@ DirOp::DirOp(Core& core, const nfs_fh3& dir, const std::string& name, const Ctx&
   }
   dir_ = std::move(r->file);
   caller_ = r->caller;
-  lock_ = std::unique_lock(dir_->op_mutex());
-  pre_ = core.Attr(*dir_);
+  modification_.emplace(*dir_);
+  pre_ = core.AttrLocked(*dir_);
   if (!pre_) {
     status_ = StatusOf(pre_.error());
   } else if (pre_->type != vfs::FileType::kDirectory) {
@@ -41,7 +41,7 @@ nfsstat3 DirOp::Sync() {
 wcc_data DirOp::Wcc(bool changed) {
   if (!dir_) return {};
   uint8_t changes = changed ? (TimeOverlay::kMtime | TimeOverlay::kCtime) : TimeOverlay::kNone;
-  return {Core::PreOpAttr(pre_), core_.PostOpAttr(*dir_, changes)};
+  return {Core::PreOpAttr(pre_), core_.PostOpAttrLocked(*dir_, changes)};
 }
 
 }  // namespace nfsx::server::nfs3proc

@@ -40,7 +40,7 @@ class DirOp {
   Core& core_;
   FileStatePtr dir_;
   Caller caller_;
-  std::unique_lock<std::mutex> lock_;
+  std::optional<FileState::Modification> modification_;
   Result<vfs::Attr> pre_ = Fail(EIO);
   nfsstat3 status_ = NFS3_OK;
 };

@@ -67,17 +67,23 @@ LINK3res Link(Core& core, const LINK3args& args, const Ctx& ctx) {
   };
   if (op.status() != NFS3_OK) return fail(op.status());
   if (&target->file->exp() != &op.exp()) return fail(NFS3ERR_XDEV);
+  // Checked before the file is locked: a directory is never locked after another
+  // directory here (LINK of one into the other both ways would deadlock).
   auto attr = core.Attr(*target->file);
   if (!attr) return fail(StatusOf(attr.error()));
   if (attr->type == vfs::FileType::kDirectory) return fail(NFS3ERR_ISDIR);
+  // The link count and ctime of the file change too: its attributes chain like
+  // those of any other modification.
+  FileState::Modification file_change(*target->file);
   auto done = op.fs().Link(target->file->node(), op.dir().node(), args.link.name.value);
   if (!done) return fail(StatusOf(done.error()));
   if (nfsstat3 st = op.Sync(); st != NFS3_OK) {
     res.status = st;
+    res.resfail.file_attributes = core.PostOpAttrLocked(*target->file, TimeOverlay::kCtime);
     res.resfail.linkdir_wcc = op.Wcc(true);
     return res;
   }
-  res.resok.file_attributes = core.PostOpAttr(*target->file, TimeOverlay::kCtime);
+  res.resok.file_attributes = core.PostOpAttrLocked(*target->file, TimeOverlay::kCtime);
   res.resok.linkdir_wcc = op.Wcc(true);
   return res;
 }

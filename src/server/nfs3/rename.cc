@@ -10,16 +10,16 @@ class TwoDirLock {
  public:
   TwoDirLock(FileState& a, FileState& b) {
     if (&a == &b) {
-      first_ = std::unique_lock(a.op_mutex());
+      first_.emplace(a);
       return;
     }
     bool a_first = a.key() < b.key();
-    first_ = std::unique_lock((a_first ? a : b).op_mutex());
-    second_ = std::unique_lock((a_first ? b : a).op_mutex());
+    first_.emplace(a_first ? a : b);
+    second_.emplace(a_first ? b : a);
   }
 
  private:
-  std::unique_lock<std::mutex> first_, second_;
+  std::optional<FileState::Modification> first_, second_;
 };
 
 }  // namespace
@@ -40,14 +40,14 @@ RENAME3res Rename(Core& core, const RENAME3args& args, const Ctx& ctx) {
   FileState& tdir = *to->file;
   const Caller& caller = from->caller;
   TwoDirLock lock(fdir, tdir);
-  auto fpre = core.Attr(fdir);
-  auto tpre = core.Attr(tdir);
+  auto fpre = core.AttrLocked(fdir);
+  auto tpre = core.AttrLocked(tdir);
   auto wcc = [&](bool changed) {
     uint8_t c = changed ? (TimeOverlay::kMtime | TimeOverlay::kCtime) : TimeOverlay::kNone;
     RENAME3wcc w;
-    w.fromdir_wcc = {Core::PreOpAttr(fpre), core.PostOpAttr(fdir, c)};
-    w.todir_wcc = {Core::PreOpAttr(tpre), &fdir == &tdir ? w.fromdir_wcc.after
-                                                         : core.PostOpAttr(tdir, c)};
+    w.fromdir_wcc = {Core::PreOpAttr(fpre), core.PostOpAttrLocked(fdir, c)};
+    w.todir_wcc = {Core::PreOpAttr(tpre),
+                   &fdir == &tdir ? w.fromdir_wcc.after : core.PostOpAttrLocked(tdir, c)};
     return w;
   };
   auto fail = [&](nfsstat3 status) {

@@ -12,11 +12,11 @@ SETATTR3res Setattr(Core& core, const SETATTR3args& args, const Ctx& ctx) {
   }
   FileState& file = *r->file;
   const Caller& caller = r->caller;
-  std::lock_guard lock(file.op_mutex());
-  auto pre = core.Attr(file);
+  FileState::Modification modification(file);
+  auto pre = core.AttrLocked(file);
   auto fail = [&](nfsstat3 status) {
     res.status = status;
-    res.resfail.obj_wcc = {Core::PreOpAttr(pre), core.PostOpAttr(file)};
+    res.resfail.obj_wcc = {Core::PreOpAttr(pre), core.PostOpAttrLocked(file)};
     return res;
   };
   if (!pre) return fail(StatusOf(pre.error()));
@@ -41,7 +41,7 @@ SETATTR3res Setattr(Core& core, const SETATTR3args& args, const Ctx& ctx) {
   uint8_t changes = TimeOverlay::kCtime;
   if (change.size || change.mtime_how == T::kServerNow) changes |= TimeOverlay::kMtime;
   if (change.mtime_how == T::kGiven) changes |= TimeOverlay::kMtimeExact;
-  res.resok.obj_wcc = {Core::PreOpAttr(pre), core.PostOpAttr(file, changes)};
+  res.resok.obj_wcc = {Core::PreOpAttr(pre), core.PostOpAttrLocked(file, changes)};
   return res;
 }
 

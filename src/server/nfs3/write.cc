@@ -12,48 +12,54 @@ WRITE3res Write(Core& core, const WRITE3args& args, const Ctx& ctx) {
     return res;
   }
   const FileStatePtr& file = r->file;
-  std::lock_guard lock(file->op_mutex());
-  auto pre = core.Attr(*file);
-  auto fail = [&](nfsstat3 status) {
-    res.status = status;
-    res.resfail.wcc = {Core::PreOpAttr(pre), core.PostOpAttr(*file)};
-    return res;
-  };
-  if (!pre) return fail(StatusOf(pre.error()));
-  if (r->caller.read_only()) return fail(NFS3ERR_ROFS);
-  if (pre->type != vfs::FileType::kRegular) {
-    return fail(pre->type == vfs::FileType::kDirectory ? NFS3ERR_ISDIR : NFS3ERR_INVAL);
-  }
-  if (args.count != args.data.bytes.size()) return fail(NFS3ERR_INVAL);
-  if (!PermitsData(r->caller.who, *pre, kWrite)) return fail(NFS3ERR_ACCES);
-  auto open = core.open_files().Get(file, true);
-  if (!open) return fail(StatusOf(open.error()));
-  auto n = (*open)->Write(args.offset, args.data.bytes);
-  if (!n) return fail(StatusOf(n.error()));
-  if (auto mode = ModeAfterDataChange(r->caller.who, *pre)) {
-    vfs::SetAttr kill;
-    kill.mode = *mode;
-    if (auto done = file->exp().fs->SetAttr(file->node(), kill); !done) {
-      log::Warn("WRITE: cannot clear setuid/setgid: {}", std::strerror(done.error().code));
+  std::shared_ptr<vfs::OpenFile> to_sync;  // set for DATA_SYNC and FILE_SYNC
+  {
+    FileState::Modification change(*file);
+    auto pre = core.AttrLocked(*file);
+    auto fail = [&](nfsstat3 status) {
+      res.status = status;
+      res.resfail.wcc = {Core::PreOpAttr(pre), core.PostOpAttrLocked(*file)};
+      return res;
+    };
+    if (!pre) return fail(StatusOf(pre.error()));
+    if (r->caller.read_only()) return fail(NFS3ERR_ROFS);
+    if (pre->type != vfs::FileType::kRegular) {
+      return fail(pre->type == vfs::FileType::kDirectory ? NFS3ERR_ISDIR : NFS3ERR_INVAL);
     }
+    if (args.count != args.data.bytes.size()) return fail(NFS3ERR_INVAL);
+    if (!PermitsData(r->caller.who, *pre, kWrite)) return fail(NFS3ERR_ACCES);
+    auto open = core.open_files().Get(file, true);
+    if (!open) return fail(StatusOf(open.error()));
+    auto n = (*open)->Write(args.offset, args.data.bytes);
+    if (!n) return fail(StatusOf(n.error()));
+    if (auto mode = ModeAfterDataChange(r->caller.who, *pre)) {
+      vfs::SetAttr kill;
+      kill.mode = *mode;
+      if (auto done = file->exp().fs->SetAttr(file->node(), kill); !done) {
+        log::Warn("WRITE: cannot clear setuid/setgid: {}", std::strerror(done.error().code));
+      }
+    }
+    res.resok.file_wcc = {Core::PreOpAttr(pre),
+                          core.PostOpAttrLocked(*file, TimeOverlay::kMtime | TimeOverlay::kCtime)};
+    res.resok.count = static_cast<uint32_t>(*n);
+    if (args.stable != UNSTABLE) to_sync = *open;
   }
-
+  // The sync changes nothing clients see, so it runs after the modification:
+  // observations of the file need not wait for the disk.
   // Never claim a stability that was not reached: if the sync fails, the reply
   // is an error and the verifier rotates, so clients resend what they wrote.
-  stable_how committed = UNSTABLE;
-  if (args.stable != UNSTABLE) {
+  res.resok.committed = UNSTABLE;
+  if (to_sync) {
     bool data_only = args.stable == DATA_SYNC;
-    if (auto synced = (*open)->Sync(data_only); !synced) {
+    if (auto synced = to_sync->Sync(data_only); !synced) {
       core.verifiers().Rotate(file->key());
       log::Warn("WRITE: sync failed: {}", std::strerror(synced.error().code));
-      return fail(StatusOf(synced.error()));
+      res.status = StatusOf(synced.error());
+      res.resfail.wcc = res.resok.file_wcc;
+      return res;
     }
-    committed = args.stable;
+    res.resok.committed = args.stable;
   }
-  res.resok.file_wcc = {Core::PreOpAttr(pre),
-                        core.PostOpAttr(*file, TimeOverlay::kMtime | TimeOverlay::kCtime)};
-  res.resok.count = static_cast<uint32_t>(*n);
-  res.resok.committed = committed;
   res.resok.verf = core.verifiers().Verifier(file->key());
   return res;
 }
@@ -85,13 +91,9 @@ COMMIT3res Commit(Core& core, const COMMIT3args& args, const Ctx& ctx) {
   }
   // COMMIT changes nothing a client caches: report an empty interval taken
   // atomically, so it cannot be mistaken for someone else's change.
-  wcc_data wcc;
-  {
-    std::lock_guard lock(file->op_mutex());
-    auto now = core.Attr(*file);
-    wcc = {Core::PreOpAttr(now),
-           now ? post_op_attr(core.ToFattr3(*now, file->exp())) : std::nullopt};
-  }
+  auto now = core.Attr(*file);
+  wcc_data wcc{Core::PreOpAttr(now),
+               now ? post_op_attr(core.ToFattr3(*now, file->exp())) : std::nullopt};
   if (!synced) {
     res.status = StatusOf(synced.error());
     res.resfail.wcc = wcc;

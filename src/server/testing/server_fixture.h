@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -82,6 +83,7 @@ class ServerHarness {
       faults_ = fault.get();
       return std::unique_ptr<vfs::Filesystem>(std::move(fault));
     };
+    if (tune) tune(o);
     std::string error;
     auto s = server::Server::Create(std::move(table), o, &error);
     ASSERT_TRUE(s.has_value()) << error;
@@ -96,6 +98,9 @@ class ServerHarness {
     EXPECT_TRUE(c.has_value());
     return c ? std::move(*c) : nullptr;
   }
+
+  // Applied to the server's options by Start(), after the harness's own.
+  std::function<void(server::ServerOptions&)> tune;
 
   server::Server& server() { return *server_; }
   vfs::FaultInjectingFs& faults() { return *faults_; }
@@ -121,6 +126,7 @@ class ServerTest : public ::testing::TestWithParam<BackendKind> {
 
   void StartServer(std::string exports_text) {
     harness_ = std::make_unique<ServerHarness>(GetParam(), std::move(exports_text));
+    harness_->tune = tune_;
     harness_->Start();
     if (::testing::Test::HasFatalFailure()) return;
     nfs_ = harness_->Connect(harness_->server().nfs_port());
@@ -146,8 +152,8 @@ class ServerTest : public ::testing::TestWithParam<BackendKind> {
 
   template <class Res, class Args>
   Res Call(nfsproc3 proc, const Args& args) {
-    auto r = client::CallSync<Res>(*nfs_, NFS_PROGRAM, NFS_V3, static_cast<uint32_t>(proc), cred_,
-                                   args);
+    auto r =
+        client::CallSync<Res>(*nfs_, NFS_PROGRAM, NFS_V3, static_cast<uint32_t>(proc), cred_, args);
     EXPECT_TRUE(r.has_value()) << "RPC failed: " << (r ? 0 : r.error().code);
     return r ? *r : Res{};
   }
@@ -156,8 +162,8 @@ class ServerTest : public ::testing::TestWithParam<BackendKind> {
   LOOKUP3res LookupIn(const nfs_fh3& dir, const std::string& name) {
     return Call<LOOKUP3res>(nfsproc3::LOOKUP, LOOKUP3args{{dir, {name}}});
   }
-  CREATE3res CreateIn(const nfs_fh3& dir, const std::string& name,
-                      createmode3 mode = UNCHECKED, uint32_t perm = 0644) {
+  CREATE3res CreateIn(const nfs_fh3& dir, const std::string& name, createmode3 mode = UNCHECKED,
+                      uint32_t perm = 0644) {
     CREATE3args a;
     a.where = {dir, {name}};
     a.how.mode = mode;
@@ -196,6 +202,8 @@ class ServerTest : public ::testing::TestWithParam<BackendKind> {
   void AsUser(uint32_t uid, uint32_t gid) { cred_ = rpc::testing::SysCred(uid, gid); }
 
   std::unique_ptr<ServerHarness> harness_;
+  // Set before SetUp() (in a fixture's constructor) to change the server's options.
+  std::function<void(server::ServerOptions&)> tune_;
   std::unique_ptr<rpc::RpcClient> nfs_, mnt_;
   rpc::Credential cred_ = rpc::testing::SysCred(1000, 1000);
   nfs_fh3 root_;
