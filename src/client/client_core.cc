@@ -173,9 +173,10 @@ InodePtr ClientCore::Intern(const nfs_fh3& fh, const fattr3& attr) {
     double hi = attr.type == NF3DIR ? options_.acdirmax : options_.acregmax;
     ino->RefreshTimer(true, lo, hi, SteadyNowNs());
   } else {
-    // Attributes from a LOOKUP or READDIRPLUS: an observation like any other.
-    auto token = BeginCall(ino, ConsistencyTracker::Kind::kObserve);
-    EndCall(ino, token, std::nullopt, attr);
+    // Attributes from a LOOKUP or READDIRPLUS: an observation like any other,
+    // judged by its ctime against what we know (the call was sent before we knew
+    // which file it would name, so nothing was noted then).
+    EndCall(ino, ConsistencyTracker::Late(), std::nullopt, attr);
   }
   return ino;
 }

@@ -9,83 +9,181 @@ using nfs3::nfstime3;
 
 void ConsistencyTracker::Reset(const fattr3& attr) {
   attr_ = attr;
+  top_states_.clear();
+  top_states_overflow_ = false;
   rebaseline_ = false;
+  unverifiable_ = false;
+  Rebase();
 }
 
-void ConsistencyTracker::ApplyMonotonic(const fattr3& attr) {
-  if (!attr_ || attr.ctime >= attr_->ctime) attr_ = attr;
+void ConsistencyTracker::Rebase() {
+  floor_ = attr_ ? attr_->ctime : nfstime3{};
+  runs_.clear();
+  runs_.emplace(floor_, floor_);
+  waiting_by_needs_.clear();
+  waiting_by_state_.clear();
+}
+
+void ConsistencyTracker::ApplyMonotonic(const fattr3& attr, bool ours) {
+  if (!attr_ || attr.ctime > attr_->ctime) {
+    attr_ = attr;
+    top_states_.clear();
+    top_states_overflow_ = false;
+  } else if (attr.ctime == attr_->ctime) {
+    // One ctime, several states: keep the one that looks latest.
+    if (std::tie(attr.mtime, attr.size) >= std::tie(attr_->mtime, attr_->size)) attr_ = attr;
+  } else {
+    return;
+  }
+  if (ours && !OursAtTopCtime(attr)) {
+    if (top_states_.size() < kMaxTopStates) {
+      top_states_.emplace_back(attr.mtime, attr.size);
+    } else {
+      top_states_overflow_ = true;
+    }
+  }
+}
+
+bool ConsistencyTracker::OursAtTopCtime(const fattr3& attr) const {
+  return std::find(top_states_.begin(), top_states_.end(), std::pair(attr.mtime, attr.size)) !=
+         top_states_.end();
 }
 
 ConsistencyTracker::Token ConsistencyTracker::Begin(Kind kind) {
-  Token t{kind, window_, false};
-  if (kind == Kind::kModify) {
-    if (members_ == 0) {
-      // A new window starts from the state we know.
-      explained_.clear();
-      observed_.clear();
-      // Without a trusted starting state nothing in the window can be judged.
-      unverifiable_ = !attr_ || rebaseline_;
-      if (attr_) explained_.push_back(attr_->ctime);
-    }
-    ++members_;
-    t.member = true;
-  } else if (members_ > 0) {
-    ++members_;
-    t.member = true;
-  }
-  return t;
+  if (kind != Kind::kModify) return Token{kind, next_, quiet()};
+  // Without a trusted starting state nothing this modification touches can be judged.
+  if (quiet() && (rebaseline_ || !attr_)) unverifiable_ = true;
+  uint64_t seq = next_++;
+  in_flight_.insert(seq);
+  return Token{kind, seq};
 }
 
 ConsistencyTracker::Verdict ConsistencyTracker::End(const Token& t, const nfs3::pre_op_attr& pre,
                                                     const nfs3::post_op_attr& post) {
-  if (t.member) {
-    if (t.kind == Kind::kModify) {
-      if (pre) observed_.push_back(pre->ctime);
-      if (post) {
-        explained_.push_back(post->ctime);
-      } else {
-        unverifiable_ = true;
-      }
-    } else if (post) {
-      observed_.push_back(post->ctime);
+  Verdict v = Verdict::kConsistent;
+  if (t.kind == Kind::kModify) {
+    in_flight_.erase(t.seq);
+    if (!post) {
+      unverifiable_ = true;
+    } else {
+      if (!unverifiable_ && !rebaseline_) AddEdge(pre, post->ctime);
+      ApplyMonotonic(*post, true);
     }
-    if (post) ApplyMonotonic(*post);
-    return --members_ == 0 ? Settle() : Verdict::kConsistent;
+  } else if (post) {
+    v = Observe(*post, t.quiet && t.seq == next_ && quiet());
   }
-  if (!post) return Verdict::kConsistent;
-  if (members_ > 0 || t.window != window_) {
-    // Sent while quiet, but a window opened (or came and went) before the reply:
-    // it may show a state from inside that window. Judge it with the window if
-    // it is still open, else only keep attributes monotonic.
-    if (members_ > 0) observed_.push_back(post->ctime);
-    ApplyMonotonic(*post);
-    return Verdict::kConsistent;
+  if (v == Verdict::kConsistent) v = Judge();
+  if (quiet() && waiting_by_state_.empty()) {
+    if (unverifiable_) {
+      unverifiable_ = false;
+      rebaseline_ = true;
+    }
+    if (!rebaseline_) Rebase();  // everything explained: the latest state is the known one
   }
-  // Quiet: the reply must show exactly the state we know.
-  if (!attr_ || rebaseline_) {
-    attr_ = *post;
-    rebaseline_ = false;
-    return Verdict::kConsistent;
-  }
-  bool same = post->ctime == attr_->ctime && post->mtime == attr_->mtime &&
-              post->size == attr_->size;
-  attr_ = *post;
-  if (same) return Verdict::kConsistent;
-  ++foreign_changes_;
-  return Verdict::kForeignChange;
+  return v;
 }
 
-ConsistencyTracker::Verdict ConsistencyTracker::Settle() {
-  ++window_;
-  if (unverifiable_) {
-    rebaseline_ = true;
+void ConsistencyTracker::AddEdge(const nfs3::pre_op_attr& pre, nfstime3 post) {
+  if (post < floor_) return;  // a reply from before the known state: nothing to learn
+  if (!pre) {
+    // No pre-op attributes (Ganesha's WRITE): taken as following on from our own
+    // states, so it extends the origin run.
+    auto origin = runs_.find(floor_);
+    origin->second = std::max(origin->second, post);
+    MergeForward(origin);
+    return;
+  }
+  // Before the known state: the server's times went back (a restart that lost
+  // what it showed) or a reset happened since the call was sent. Ours from there.
+  nfstime3 from = std::max(pre->ctime, floor_);
+  auto it = runs_.upper_bound(from);
+  if (it != runs_.begin() && std::prev(it)->second >= from) {
+    it = std::prev(it);  // follows on from (or repeats part of) a run we know
+    it->second = std::max(it->second, post);
+  } else {
+    it = runs_.emplace_hint(it, from, std::max(from, post));
+    Await(from);  // a state we did not produce, unless an edge still in flight ends there
+  }
+  MergeForward(it);
+}
+
+void ConsistencyTracker::MergeForward(std::map<nfstime3, nfstime3>::iterator it) {
+  for (auto next = std::next(it); next != runs_.end() && next->first <= it->second;) {
+    it->second = std::max(it->second, next->second);
+    next = runs_.erase(next);
+  }
+  Explain(it->first, it->second);
+}
+
+void ConsistencyTracker::Explain(nfstime3 from, nfstime3 to) {
+  auto it = waiting_by_state_.upper_bound(from);
+  while (it != waiting_by_state_.end() && it->first <= to) {
+    waiting_by_needs_.erase(it->second);
+    it = waiting_by_state_.erase(it);
+  }
+}
+
+ConsistencyTracker::Verdict ConsistencyTracker::Observe(const fattr3& attr, bool quiet_since_sent) {
+  if (rebaseline_) {
+    if (quiet()) {
+      attr_ = attr;
+      top_states_.clear();
+      top_states_overflow_ = false;
+      rebaseline_ = false;
+      Rebase();
+    } else {
+      ApplyMonotonic(attr, false);
+    }
     return Verdict::kConsistent;
   }
-  for (const nfstime3& seen : observed_) {
-    if (std::find(explained_.begin(), explained_.end(), seen) == explained_.end()) {
-      ++foreign_changes_;
-      return Verdict::kForeignChange;
-    }
+  if (attr.ctime < floor_) return Verdict::kConsistent;  // stale: sent before what we know
+  // A server whose ctime ticks coarsely can show two states with one ctime;
+  // with nothing of ours in flight, one our modifications did not produce is not ours.
+  if (quiet_since_sent && attr_ && attr.ctime == attr_->ctime && !top_states_overflow_ &&
+      (attr.size != attr_->size || attr.mtime != attr_->mtime) && !OursAtTopCtime(attr)) {
+    attr_ = attr;
+    top_states_.clear();
+    ++foreign_changes_;
+    Rebase();
+    return Verdict::kForeignChange;
+  }
+  ApplyMonotonic(attr, false);
+  if (!unverifiable_ && !Explained(attr.ctime)) Await(attr.ctime);
+  return Verdict::kConsistent;
+}
+
+void ConsistencyTracker::Await(nfstime3 state) {
+  // Seen before (pollers repeat themselves): the first sighting's deadline holds.
+  if (waiting_by_state_.contains(state)) return;
+  if (waiting_by_state_.size() >= kMaxWaiting) {
+    waiting_by_needs_.clear();
+    waiting_by_state_.clear();
+    unverifiable_ = true;
+    return;
+  }
+  waiting_by_state_.emplace(state, waiting_by_needs_.emplace(next_ - 1, state));
+}
+
+bool ConsistencyTracker::Explained(nfstime3 state) const {
+  if (state == floor_) return true;
+  auto it = runs_.upper_bound(state);
+  if (it == runs_.begin()) return false;
+  --it;
+  // Inside a run, or its last state; the first state of a run is explained only
+  // by another run reaching it (then they have merged) or by being the known state.
+  return it->first < state && state <= it->second;
+}
+
+ConsistencyTracker::Verdict ConsistencyTracker::Judge() {
+  uint64_t replied_below = low();
+  while (!waiting_by_needs_.empty() && waiting_by_needs_.begin()->first < replied_below) {
+    nfstime3 state = waiting_by_needs_.begin()->second;
+    waiting_by_needs_.erase(waiting_by_needs_.begin());
+    waiting_by_state_.erase(state);
+    if (unverifiable_ || state < floor_ || Explained(state)) continue;
+    ++foreign_changes_;
+    Rebase();
+    return Verdict::kForeignChange;
   }
   return Verdict::kConsistent;
 }

@@ -7,30 +7,42 @@
 // else's change throws its data cache away and re-reads the file. A client
 // that ignores attributes instead misses real changes by other clients.
 //
-// The method: modifying calls of our own (WRITE, COMMIT, SETATTR) open a
-// *window*. Every attribute-bearing reply that belongs to the window adds
-// states to one of two sets:
-//   explained: post-op ctimes of our own calls (states our calls produced), and
-//              the state the window started from;
-//   observed:  pre-op ctimes of our own calls, and ctimes seen by GETATTR/READ
-//              replies that overlapped our calls.
-// When the last call of the window has replied, every observed state must be an
-// explained one. A state that is not was produced by somebody else: a third-party
-// change, and the data cache is invalid. The order in which replies arrive does
-// not matter, and neither does a server's late or early sampling of attributes,
-// as long as each ctime it reports is one our calls (or the start) produced.
+// The method. A server that serialises the modifications of a file (nfsx, knfsd)
+// gives each state of the file a later ctime than the one before, so ctimes
+// order states. Each of our modifying calls (WRITE, COMMIT, SETATTR, directory
+// changes) reports the state before it (pre-op) and after it (post-op): an
+// edge pre -> post. Edges that meet (one's post is another's pre) join into
+// *runs* of states that only our calls produced; the run that starts at the
+// known state is the origin. A run whose first state is not the end of another
+// run starts where somebody else changed the file, unless a call of ours still
+// in flight is the missing edge. So every state that needs explaining (the start
+// of a run, a state an observation showed) is judged once every modification we
+// had sent when it arrived has replied: the edge that would explain it was sent
+// before the server showed the state. Unexplained then means a third-party change.
 //
-// Outside a window, an attribute reply must match the known state exactly.
+// This works while our client writes without pause: judgements wait only for
+// the calls in flight when they arrived, never for the stream to stop. Memory
+// is the runs (at most one per reply that arrived out of order and is not yet
+// joined), the modifications in flight and the states waiting for judgement;
+// each reply costs O(log n) of those.
 //
-// Servers that send no pre-op attributes (NFS-Ganesha on WRITE) simply
-// contribute nothing to `observed`: our own writes can never look foreign, and
-// third-party changes are still caught outside windows (at open, close-to-open).
+// Observations (GETATTR, LOOKUP, READDIRPLUS, ACCESS, READ...) are judged when
+// they arrive, whenever they were sent: a state older than the known one is
+// stale and changes nothing; one inside a run is ours; any other waits as above.
+//
+// Servers that send no pre-op attributes (NFS-Ganesha on WRITE) give edges with
+// no start: they extend the origin run, so our own writes never look foreign and
+// a change made after our last one is still caught (at the next observation, at
+// open); one made between two of our writes cannot be seen (no data says it).
 //
 // Not thread-safe: the owner (the inode) serialises calls with its lock.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "proto/nfs3_types.h"
@@ -41,15 +53,15 @@ class ConsistencyTracker {
  public:
   enum class Kind : uint8_t { kModify, kObserve };
   enum class Verdict : uint8_t {
-    kConsistent,   // nothing but our own changes
+    kConsistent,     // nothing but our own changes
     kForeignChange,  // somebody else changed the file: drop cached data
   };
 
   // A call in progress, returned by Begin() and handed back to End().
   struct Token {
     Kind kind = Kind::kObserve;
-    uint64_t window = 0;  // window generation at Begin()
-    bool member = false;  // counted in the window
+    uint64_t seq = 0;    // kModify: its number; kObserve: the next modification's at Begin
+    bool quiet = false;  // kObserve: nothing of ours was in flight at Begin
   };
 
   // Sets the known state (from an authoritative reply, e.g. the first GETATTR).
@@ -57,31 +69,70 @@ class ConsistencyTracker {
   bool has_attr() const { return attr_.has_value(); }
   const nfs3::fattr3& attr() const { return *attr_; }
 
-  // Before sending a call that returns this file's attributes.
+  // Before sending a call.
   Token Begin(Kind kind);
+  // For attributes that arrived without a Begin() before their call was sent
+  // (a LOOKUP's or READDIRPLUS's entries for files not known then).
+  static Token Late() { return Token{}; }
   // A reply to a kModify call (wcc_data; either side may be absent), or to a
   // kObserve call (`pre` absent, `post` = its attributes, if any). Also call it
   // with both absent when the call failed without attributes.
   Verdict End(const Token& token, const nfs3::pre_op_attr& pre, const nfs3::post_op_attr& post);
 
-  bool window_open() const { return members_ > 0; }
   uint64_t foreign_changes() const { return foreign_changes_; }
+  // What the tracker holds: modifications in flight, runs, states awaiting judgement.
+  size_t in_flight() const { return in_flight_.size(); }
+  size_t runs() const { return runs_.size(); }
+  size_t waiting() const { return waiting_by_state_.size(); }
+
+  // Beyond this many states awaiting judgement the window is given up as
+  // unverifiable (bounded memory against a call that never replies).
+  static constexpr size_t kMaxWaiting = 4096;
 
  private:
-  Verdict Settle();
-  // Keeps attr_ monotonic: ctime never goes backwards.
-  void ApplyMonotonic(const nfs3::fattr3& attr);
+  // Keeps attr_ monotonic: ctime never goes backwards. `ours`: post-op attributes
+  // of one of our modifications.
+  void ApplyMonotonic(const nfs3::fattr3& attr, bool ours);
+  // Whether a state with the known ctime is one our modifications produced.
+  bool OursAtTopCtime(const nfs3::fattr3& attr) const;
+  void AddEdge(const nfs3::pre_op_attr& pre, nfs3::nfstime3 post);
+  // `quiet_since_sent`: nothing of ours was in flight from the call's sending to now.
+  Verdict Observe(const nfs3::fattr3& attr, bool quiet_since_sent);
+  void Await(nfs3::nfstime3 state);
+  // Forgets the waiting states in (from, to]: a run of ours covers them now.
+  void Explain(nfs3::nfstime3 from, nfs3::nfstime3 to);
+  bool Explained(nfs3::nfstime3 state) const;
+  // Joins the run at `it` with the runs it now reaches.
+  void MergeForward(std::map<nfs3::nfstime3, nfs3::nfstime3>::iterator it);
+  // Judges the waiting states whose modifications have all replied.
+  Verdict Judge();
+  // The known state becomes the latest one seen, with nothing left to judge.
+  void Rebase();
+  bool quiet() const { return in_flight_.empty(); }
+  uint64_t low() const { return quiet() ? next_ : *in_flight_.begin(); }
 
   std::optional<nfs3::fattr3> attr_;
-  uint64_t window_ = 1;  // generation; bumped whenever a window settles
-  int members_ = 0;      // calls of the open window still in flight
-  std::vector<nfs3::nfstime3> explained_;
-  std::vector<nfs3::nfstime3> observed_;
-  // A call of the window brought no post-op attributes: some state we produced is
-  // unknown, so the window cannot be judged and the next quiescent reply becomes
-  // the new baseline (as Linux does when wcc data is missing).
+  uint64_t next_ = 1;                              // number of the next modification
+  std::set<uint64_t> in_flight_;                   // modifications sent and not replied
+  nfs3::nfstime3 floor_{};                         // the known state; older ones are stale
+  std::map<nfs3::nfstime3, nfs3::nfstime3> runs_;  // first state -> last state
+  // States awaiting judgement: each is judged once every modification numbered
+  // up to its `needs` (the last one sent when it arrived) replied, and forgotten
+  // as soon as a run covers it. Indexed both ways.
+  using ByNeeds = std::multimap<uint64_t, nfs3::nfstime3>;
+  ByNeeds waiting_by_needs_;
+  std::map<nfs3::nfstime3, ByNeeds::iterator> waiting_by_state_;
+  // A modification brought no post-op attributes: a state we produced is unknown,
+  // so nothing can be judged until the file is quiet, and then the next
+  // observation becomes the known state (as Linux does when wcc data is missing).
   bool unverifiable_ = false;
   bool rebaseline_ = false;
+  // A server whose ctime ticks coarsely shows several states with one ctime: the
+  // (mtime, size) our modifications produced at the known ctime, so that a quiet
+  // reply showing another one is known for somebody else's.
+  static constexpr size_t kMaxTopStates = 64;
+  std::vector<std::pair<nfs3::nfstime3, uint64_t>> top_states_;
+  bool top_states_overflow_ = false;
   uint64_t foreign_changes_ = 0;
 };
 

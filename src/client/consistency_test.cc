@@ -185,5 +185,130 @@ TEST_F(TrackerTest, RandomOrdersWithAForeignChangeAreAlwaysCaught) {
   }
 }
 
+TEST_F(TrackerTest, LateLookupAfterAWindowNeitherInvalidatesNorMovesSizeBack) {
+  // A LOOKUP sent before our write and answered after it settled shows the old
+  // state; its attributes reach the tracker without a Begin() at sending.
+  auto w = t_.Begin(Kind::kModify);
+  EXPECT_EQ(Modify(w, State(0, 0), State(10, 1)), Verdict::kConsistent);
+  EXPECT_EQ(t_.End(ConsistencyTracker::Late(), std::nullopt, State(0, 0)), Verdict::kConsistent);
+  EXPECT_EQ(t_.attr().size, 10u);
+  EXPECT_EQ(t_.foreign_changes(), 0u);
+}
+
+// A stream that never pauses: `window` modifications always in flight, replies
+// in random order, pollers whose replies show the server's state at the time it
+// served them; optionally another client changes the file once, in the middle.
+struct StreamResult {
+  int foreign_at = -1;  // index of the reply that gave the first foreign verdict
+  int quiet_replies = 0;
+  size_t most_runs = 0, most_waiting = 0, most_in_flight = 0;
+  int replies = 0;
+};
+
+StreamResult RunStream(int mods, int window, bool with_pre, int foreign_after, uint32_t seed) {
+  std::mt19937 rng(seed);
+  ConsistencyTracker t;
+  t.Reset(State(0, 0));
+  uint32_t server = 0;  // the server's current state (ctime ns and size)
+  struct Reply {
+    ConsistencyTracker::Token token;
+    std::optional<uint32_t> pre;
+    uint32_t post;
+  };
+  std::vector<Reply> flying;
+  StreamResult out;
+  int sent = 0;
+  auto deliver_one = [&] {
+    size_t i = rng() % flying.size();
+    Reply r = flying[i];
+    flying.erase(flying.begin() + static_cast<long>(i));
+    nfs3::pre_op_attr pre;
+    if (r.pre) pre = Wcc(State(*r.pre, *r.pre));
+    auto v = t.End(r.token, pre, State(r.post, r.post));
+    ++out.replies;
+    if (v == Verdict::kForeignChange && out.foreign_at < 0) out.foreign_at = sent;
+    out.most_runs = std::max(out.most_runs, t.runs());
+    out.most_waiting = std::max(out.most_waiting, t.waiting());
+    out.most_in_flight = std::max(out.most_in_flight, t.in_flight());
+  };
+  while (sent < mods || !flying.empty()) {
+    if (sent < mods && static_cast<int>(flying.size()) < window) {
+      if (sent == foreign_after) ++server;  // somebody else's write
+      if (rng() % 3 == 0) {                 // a poller's GETATTR
+        auto tok = t.Begin(Kind::kObserve);
+        flying.push_back({tok, std::nullopt, server});
+      }
+      auto tok = t.Begin(Kind::kModify);
+      uint32_t pre = server++;
+      flying.push_back({tok, with_pre ? std::optional(pre) : std::nullopt, server});
+      ++sent;
+      continue;
+    }
+    deliver_one();
+    if (sent < mods && t.in_flight() == 0) ++out.quiet_replies;
+  }
+  return out;
+}
+
+TEST_F(TrackerTest, ForeignChangeIsCaughtWhileWritingNeverPauses) {
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    StreamResult r = RunStream(20000, 16, true, 10000, seed);
+    ASSERT_GE(r.foreign_at, 10000) << "seed " << seed << ": a verdict before anybody else wrote";
+    // Judged once the calls in flight when it showed had replied (replies here are
+    // picked at random, so a few linger): long before the stream ends.
+    ASSERT_LT(r.foreign_at, 10000 + 1000) << "seed " << seed;
+    EXPECT_EQ(r.quiet_replies, 0) << "the stream paused: the test would not show this";
+  }
+}
+
+TEST_F(TrackerTest, LongStreamWithPollersStaysConsistentInBoundedMemory) {
+  for (bool with_pre : {true, false}) {
+    for (uint32_t seed = 1; seed <= 5; ++seed) {
+      StreamResult r = RunStream(50000, 32, with_pre, -1, seed);
+      EXPECT_EQ(r.foreign_at, -1) << "seed " << seed << " with_pre " << with_pre;
+      // Bounded by the calls in flight (32 modifications and their pollers), not the
+      // 50,000 calls of the stream.
+      EXPECT_LE(r.most_in_flight, 32u);
+      EXPECT_LE(r.most_runs, 33u);
+      EXPECT_LE(r.most_waiting, 2 * 32u + 1);
+    }
+  }
+}
+
+TEST_F(TrackerTest, ServerWithoutPreOpAttrsShowsAChangeAfterOurLastWrite) {
+  StreamResult r = RunStream(2000, 16, false, -1, 3);
+  ASSERT_EQ(r.foreign_at, -1);
+  // The stream left the file at state 2000; another client then wrote.
+  ConsistencyTracker t;
+  t.Reset(State(0, 0));
+  std::vector<ConsistencyTracker::Token> w;
+  for (int i = 0; i < 4; ++i) w.push_back(t.Begin(Kind::kModify));
+  for (int i : {2, 0, 3, 1}) {
+    ASSERT_EQ(t.End(w[i], std::nullopt, State(i + 1, static_cast<uint32_t>(i + 1))),
+              Verdict::kConsistent);
+  }
+  auto g = t.Begin(Kind::kObserve);
+  EXPECT_EQ(t.End(g, std::nullopt, State(4, 4)), Verdict::kConsistent);
+  auto g2 = t.Begin(Kind::kObserve);
+  EXPECT_EQ(t.End(g2, std::nullopt, State(4, 9)), Verdict::kForeignChange);
+}
+
+TEST_F(TrackerTest, CoarseCtimeOurStatesAtOneTickAreOursAndOthersAreNot) {
+  // A server whose ctime ticks coarsely, without pre-op attributes (Ganesha on an old
+  // kernel): two of our writes land in one tick; their replies come back reversed.
+  fattr3 first = State(10, 5), second = State(20, 5);
+  second.mtime.nseconds = 6;  // mtime may be finer than ctime; sizes differ anyway
+  auto w1 = t_.Begin(Kind::kModify), w2 = t_.Begin(Kind::kModify);
+  EXPECT_EQ(t_.End(w2, std::nullopt, second), Verdict::kConsistent);
+  EXPECT_EQ(t_.End(w1, std::nullopt, first), Verdict::kConsistent);
+  EXPECT_EQ(t_.attr().size, 20u) << "the state that looks latest is kept";
+  auto g = t_.Begin(Kind::kObserve);
+  EXPECT_EQ(t_.End(g, std::nullopt, second), Verdict::kConsistent);
+  fattr3 theirs = State(30, 5);  // same tick, a state we never produced
+  theirs.mtime.nseconds = 7;
+  auto g2 = t_.Begin(Kind::kObserve);
+  EXPECT_EQ(t_.End(g2, std::nullopt, theirs), Verdict::kForeignChange);
+}
+
 }  // namespace
 }  // namespace nfsx::client
