@@ -47,7 +47,8 @@ class NfsxServer : public TestServer {
   }
   bool Start(std::string* why) override {
     std::string error;
-    auto table = server::ExportTable::Parse(dir_ + " 127.0.0.1(rw,insecure,no_root_squash)", &error);
+    auto table =
+        server::ExportTable::Parse(dir_ + " 127.0.0.1(rw,insecure,no_root_squash)", &error);
     if (!table) {
       *why = error;
       return false;
@@ -56,6 +57,17 @@ class NfsxServer : public TestServer {
     o.nfs_port = nfs_port_;
     o.mount_port = mount_port_;
     o.state_dir = state_;
+    if (time_granularity_ns_) {
+      // A filesystem whose clock ticks coarsely (see FaultInjectingFs).
+      o.make_fs = [g = time_granularity_ns_](
+                      const server::Export& e) -> Result<std::unique_ptr<vfs::Filesystem>> {
+        auto local = vfs::MakeLocalFs(e.path);
+        if (!local) return std::unexpected(local.error());
+        auto fs = std::make_unique<vfs::FaultInjectingFs>(std::move(*local));
+        fs->SetTimeGranularity(g);
+        return std::unique_ptr<vfs::Filesystem>(std::move(fs));
+      };
+    }
     auto s = server::Server::Create(std::move(*table), o, &error);
     if (!s) {
       *why = error;
@@ -72,15 +84,19 @@ class NfsxServer : public TestServer {
   }
   void Stop() override { server_.reset(); }
   std::string Url(const std::string& path) const override {
-    return "nfs://127.0.0.1" + dir_ + "/" + path + "?version=3&nfsport=" +
-           std::to_string(nfs_port_) + "&mountport=" + std::to_string(mount_port_);
+    return "nfs://127.0.0.1" + dir_ + "/" + path +
+           "?version=3&nfsport=" + std::to_string(nfs_port_) +
+           "&mountport=" + std::to_string(mount_port_);
   }
   const std::string& dir() const override { return dir_; }
   bool exact_wcc() const override { return true; }
   server::Server* server() { return server_.get(); }
+  // Before Start(): the export's times as a filesystem with this clock tick shows them.
+  void set_time_granularity(uint64_t ns) { time_granularity_ns_ = ns; }
 
  private:
   std::string dir_, state_;
+  uint64_t time_granularity_ns_ = 0;
   uint16_t nfs_port_ = 0, mount_port_ = 0;
   std::unique_ptr<server::Server> server_;
 };
@@ -123,7 +139,8 @@ class GaneshaServer : public TestServer {
   void Stop() override {
     if (pid_ <= 0) return;
     std::string script = std::string(NFSX_SOURCE_DIR) + "/tests/peers/ganesha.sh";
-    [[maybe_unused]] int rc = std::system((script + " stop " + std::to_string(pid_) + " >/dev/null 2>&1").c_str());
+    [[maybe_unused]] int rc =
+        std::system((script + " stop " + std::to_string(pid_) + " >/dev/null 2>&1").c_str());
     pid_ = 0;
   }
   std::string Url(const std::string& path) const override {
@@ -178,7 +195,9 @@ class ClientTest : public ::testing::TestWithParam<Peer> {
   std::unique_ptr<Client> client_;
 };
 
-inline std::span<const std::byte> Bytes(const std::string& s) { return std::as_bytes(std::span(s)); }
+inline std::span<const std::byte> Bytes(const std::string& s) {
+  return std::as_bytes(std::span(s));
+}
 
 inline std::string Pattern(size_t n, uint32_t seed) {
   std::string s(n, '\0');
