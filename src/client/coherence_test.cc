@@ -136,6 +136,50 @@ TEST_P(ClientTest, ThreadsWritingReadingAndPollingOneFileNeverInvalidate) {
   }
 }
 
+uint64_t Reads(const Client& c) {
+  return c.stats().nfs_calls[static_cast<int>(nfs3::nfsproc3::READ)];
+}
+
+// A RENAME moves the renamed file's ctime on the server; LINK and chmod elsewhere
+// too. None of them changes its data: the cache stays.
+TEST_P(ClientTest, RenamesAndChmodsKeepCachedData) {
+  auto c = Connect(NoAttributeCache());
+  const std::string data = Pattern(1 << 20, 5);
+  {
+    auto f = c->Open("a.bin", O_CREAT | O_RDWR, 0644);
+    ASSERT_TRUE((*f)->Pwrite(Bytes(data), 0));
+    ASSERT_TRUE((*f)->Close());
+  }
+  auto read_all = [&](const std::string& name) {
+    auto f = c->Open(name, O_RDONLY);
+    std::string got(data.size(), '\0');
+    EXPECT_TRUE(f && (*f)->Pread(std::as_writable_bytes(std::span(got)), 0));
+    return got;
+  };
+  ASSERT_EQ(read_all("a.bin"), data);
+  const uint64_t reads = Reads(*c);
+  ASSERT_TRUE(c->Rename("a.bin", "b.bin"));  // ours
+  EXPECT_EQ(read_all("b.bin"), data);
+  EXPECT_EQ(c->stats().invalidations, 0u) << "after our rename";
+  ASSERT_TRUE(c->Link("b.bin", "c.bin"));  // ours
+  EXPECT_EQ(read_all("c.bin"), data);
+  EXPECT_EQ(c->stats().invalidations, 0u) << "after our link";
+  auto other = Connect();
+  SetAttrs mode;
+  mode.mode = 0600;
+  ASSERT_TRUE(other->SetAttr("b.bin", mode));  // theirs, the inode only
+  EXPECT_EQ(read_all("c.bin"), data);
+  EXPECT_EQ(c->stats().invalidations, 0u) << "after their chmod";
+  // Their rename changes the directory too: that one is a change of its entries, so
+  // from here on only the file's READs count.
+  ASSERT_TRUE(other->Rename("b.bin", "d.bin"));
+  EXPECT_EQ(read_all("c.bin"), data);
+  auto st = c->GetAttr("c.bin");
+  ASSERT_TRUE(st.has_value());
+  EXPECT_EQ(st->mode, 0600u) << "the new attributes are seen";
+  EXPECT_EQ(Reads(*c), reads) << "cached data was read again";
+}
+
 // Another client's write lands while ours stream without pause (four threads
 // of direct WRITEs, so ours are always in flight): the pre-op attributes of our
 // next WRITEs show a state we did not produce. Needs a server that sends them

@@ -19,7 +19,7 @@ void ConsistencyTracker::Reset(const fattr3& attr) {
 void ConsistencyTracker::Rebase() {
   floor_ = attr_ ? attr_->ctime : nfstime3{};
   runs_.clear();
-  runs_.emplace(floor_, floor_);
+  runs_.emplace(floor_, Run{floor_, attr_ ? Data{attr_->mtime, attr_->size} : Data{}});
   waiting_by_needs_.clear();
   waiting_by_state_.clear();
 }
@@ -66,7 +66,7 @@ ConsistencyTracker::Verdict ConsistencyTracker::End(const Token& t, const nfs3::
     if (!post) {
       unverifiable_ = true;
     } else {
-      if (!unverifiable_ && !rebaseline_) AddEdge(pre, post->ctime);
+      if (!unverifiable_ && !rebaseline_) AddEdge(pre, *post);
       ApplyMonotonic(*post, true);
     }
   } else if (post) {
@@ -83,13 +83,18 @@ ConsistencyTracker::Verdict ConsistencyTracker::End(const Token& t, const nfs3::
   return v;
 }
 
-void ConsistencyTracker::AddEdge(const nfs3::pre_op_attr& pre, nfstime3 post) {
+void ConsistencyTracker::AddEdge(const nfs3::pre_op_attr& pre, const fattr3& post_attr) {
+  const nfstime3 post = post_attr.ctime;
+  const Data post_data{post_attr.mtime, post_attr.size};
   if (post < floor_) return;  // a reply from before the known state: nothing to learn
+  auto extend = [&](Run& run) {
+    if (post >= run.last) run = Run{post, post_data};
+  };
   if (!pre) {
     // No pre-op attributes (Ganesha's WRITE): taken as following on from our own
     // states, so it extends the origin run.
     auto origin = runs_.find(floor_);
-    origin->second = std::max(origin->second, post);
+    extend(origin->second);
     MergeForward(origin);
     return;
   }
@@ -97,28 +102,29 @@ void ConsistencyTracker::AddEdge(const nfs3::pre_op_attr& pre, nfstime3 post) {
   // what it showed) or a reset happened since the call was sent. Ours from there.
   nfstime3 from = std::max(pre->ctime, floor_);
   auto it = runs_.upper_bound(from);
-  if (it != runs_.begin() && std::prev(it)->second >= from) {
+  if (it != runs_.begin() && std::prev(it)->second.last >= from) {
     it = std::prev(it);  // follows on from (or repeats part of) a run we know
-    it->second = std::max(it->second, post);
+    extend(it->second);
   } else {
-    it = runs_.emplace_hint(it, from, std::max(from, post));
-    Await(from);  // a state we did not produce, unless an edge still in flight ends there
+    it = runs_.emplace_hint(it, from, Run{std::max(from, post), post_data});
+    // A state we did not produce, unless an edge still in flight ends there.
+    Await(from, Data{pre->mtime, pre->size});
   }
   MergeForward(it);
 }
 
-void ConsistencyTracker::MergeForward(std::map<nfstime3, nfstime3>::iterator it) {
-  for (auto next = std::next(it); next != runs_.end() && next->first <= it->second;) {
-    it->second = std::max(it->second, next->second);
+void ConsistencyTracker::MergeForward(Runs::iterator it) {
+  for (auto next = std::next(it); next != runs_.end() && next->first <= it->second.last;) {
+    if (next->second.last > it->second.last) it->second = next->second;
     next = runs_.erase(next);
   }
-  Explain(it->first, it->second);
+  Explain(it->first, it->second.last);
 }
 
 void ConsistencyTracker::Explain(nfstime3 from, nfstime3 to) {
   auto it = waiting_by_state_.upper_bound(from);
   while (it != waiting_by_state_.end() && it->first <= to) {
-    waiting_by_needs_.erase(it->second);
+    waiting_by_needs_.erase(it->second.by_needs);
     it = waiting_by_state_.erase(it);
   }
 }
@@ -148,11 +154,11 @@ ConsistencyTracker::Verdict ConsistencyTracker::Observe(const fattr3& attr, bool
     return Verdict::kForeignChange;
   }
   ApplyMonotonic(attr, false);
-  if (!unverifiable_ && !Explained(attr.ctime)) Await(attr.ctime);
+  if (!unverifiable_ && !Explained(attr.ctime)) Await(attr.ctime, Data{attr.mtime, attr.size});
   return Verdict::kConsistent;
 }
 
-void ConsistencyTracker::Await(nfstime3 state) {
+void ConsistencyTracker::Await(nfstime3 state, Data data) {
   // Seen before (pollers repeat themselves): the first sighting's deadline holds.
   if (waiting_by_state_.contains(state)) return;
   if (waiting_by_state_.size() >= kMaxWaiting) {
@@ -161,7 +167,7 @@ void ConsistencyTracker::Await(nfstime3 state) {
     unverifiable_ = true;
     return;
   }
-  waiting_by_state_.emplace(state, waiting_by_needs_.emplace(next_ - 1, state));
+  waiting_by_state_.emplace(state, Waiting{waiting_by_needs_.emplace(next_ - 1, state), data});
 }
 
 bool ConsistencyTracker::Explained(nfstime3 state) const {
@@ -171,7 +177,16 @@ bool ConsistencyTracker::Explained(nfstime3 state) const {
   --it;
   // Inside a run, or its last state; the first state of a run is explained only
   // by another run reaching it (then they have merged) or by being the known state.
-  return it->first < state && state <= it->second;
+  return it->first < state && state <= it->second.last;
+}
+
+ConsistencyTracker::Verdict ConsistencyTracker::Foreign(nfstime3 state, const Data& data) const {
+  auto after = runs_.lower_bound(state);  // runs starting at the state or later
+  if (after == runs_.begin()) return Verdict::kForeignChange;
+  const Run& before = std::prev(after)->second;  // the last states of ours before it
+  // mtime moves with every write (the nfsx server makes it strictly increase), so
+  // the same mtime and size as our last state before means nobody wrote in between.
+  return before.data == data ? Verdict::kForeignAttrs : Verdict::kForeignChange;
 }
 
 ConsistencyTracker::Verdict ConsistencyTracker::Judge() {
@@ -179,11 +194,12 @@ ConsistencyTracker::Verdict ConsistencyTracker::Judge() {
   while (!waiting_by_needs_.empty() && waiting_by_needs_.begin()->first < replied_below) {
     nfstime3 state = waiting_by_needs_.begin()->second;
     waiting_by_needs_.erase(waiting_by_needs_.begin());
-    waiting_by_state_.erase(state);
+    auto node = waiting_by_state_.extract(state);
     if (unverifiable_ || state < floor_ || Explained(state)) continue;
-    ++foreign_changes_;
+    Verdict v = Foreign(state, node.mapped().data);
+    if (v == Verdict::kForeignChange) ++foreign_changes_;
     Rebase();
-    return Verdict::kForeignChange;
+    return v;
   }
   return Verdict::kConsistent;
 }

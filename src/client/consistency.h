@@ -54,7 +54,9 @@ class ConsistencyTracker {
   enum class Kind : uint8_t { kModify, kObserve };
   enum class Verdict : uint8_t {
     kConsistent,     // nothing but our own changes
-    kForeignChange,  // somebody else changed the file: drop cached data
+    kForeignChange,  // somebody else changed the file's data: drop cached data
+    kForeignAttrs,   // somebody else changed only its inode (chmod, rename, link):
+                     // cached data stays good; permissions must be asked again
   };
 
   // A call in progress, returned by Begin() and handed back to End().
@@ -95,15 +97,31 @@ class ConsistencyTracker {
   void ApplyMonotonic(const nfs3::fattr3& attr, bool ours);
   // Whether a state with the known ctime is one our modifications produced.
   bool OursAtTopCtime(const nfs3::fattr3& attr) const;
-  void AddEdge(const nfs3::pre_op_attr& pre, nfs3::nfstime3 post);
+  // The data of a state: what tells a change of contents from one of the inode only.
+  struct Data {
+    nfs3::nfstime3 mtime;
+    uint64_t size = 0;
+    bool operator==(const Data&) const = default;
+  };
+  struct Run {
+    nfs3::nfstime3 last;  // ctime of its last state
+    Data data;            // of its last state
+  };
+  struct Waiting;
+  using Runs = std::map<nfs3::nfstime3, Run>;  // by the ctime of the first state
+
+  void AddEdge(const nfs3::pre_op_attr& pre, const nfs3::fattr3& post);
   // `quiet_since_sent`: nothing of ours was in flight from the call's sending to now.
   Verdict Observe(const nfs3::fattr3& attr, bool quiet_since_sent);
-  void Await(nfs3::nfstime3 state);
+  void Await(nfs3::nfstime3 state, Data data);
   // Forgets the waiting states in (from, to]: a run of ours covers them now.
   void Explain(nfs3::nfstime3 from, nfs3::nfstime3 to);
   bool Explained(nfs3::nfstime3 state) const;
   // Joins the run at `it` with the runs it now reaches.
-  void MergeForward(std::map<nfs3::nfstime3, nfs3::nfstime3>::iterator it);
+  void MergeForward(Runs::iterator it);
+  // What an unexplained state is: a change of data, or of the inode only (its data
+  // is that of the last state of ours before it).
+  Verdict Foreign(nfs3::nfstime3 state, const Data& data) const;
   // Judges the waiting states whose modifications have all replied.
   Verdict Judge();
   // The known state becomes the latest one seen, with nothing left to judge.
@@ -112,16 +130,20 @@ class ConsistencyTracker {
   uint64_t low() const { return quiet() ? next_ : *in_flight_.begin(); }
 
   std::optional<nfs3::fattr3> attr_;
-  uint64_t next_ = 1;                              // number of the next modification
-  std::set<uint64_t> in_flight_;                   // modifications sent and not replied
-  nfs3::nfstime3 floor_{};                         // the known state; older ones are stale
-  std::map<nfs3::nfstime3, nfs3::nfstime3> runs_;  // first state -> last state
+  uint64_t next_ = 1;             // number of the next modification
+  std::set<uint64_t> in_flight_;  // modifications sent and not replied
+  nfs3::nfstime3 floor_{};        // the known state; older ones are stale
+  Runs runs_;
   // States awaiting judgement: each is judged once every modification numbered
   // up to its `needs` (the last one sent when it arrived) replied, and forgotten
   // as soon as a run covers it. Indexed both ways.
   using ByNeeds = std::multimap<uint64_t, nfs3::nfstime3>;
+  struct Waiting {
+    ByNeeds::iterator by_needs;
+    Data data;
+  };
   ByNeeds waiting_by_needs_;
-  std::map<nfs3::nfstime3, ByNeeds::iterator> waiting_by_state_;
+  std::map<nfs3::nfstime3, Waiting> waiting_by_state_;
   // A modification brought no post-op attributes: a state we produced is unknown,
   // so nothing can be judged until the file is quiet, and then the next
   // observation becomes the known state (as Linux does when wcc data is missing).

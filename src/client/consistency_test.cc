@@ -310,5 +310,30 @@ TEST_F(TrackerTest, CoarseCtimeOurStatesAtOneTickAreOursAndOthersAreNot) {
   EXPECT_EQ(t_.End(g2, std::nullopt, theirs), Verdict::kForeignChange);
 }
 
+TEST_F(TrackerTest, AnotherClientsChmodMidStreamKeepsTheData) {
+  // W1: S0 -> S1; another client's chmod: S1 -> M (ctime only); W2: M -> S2.
+  fattr3 s1 = State(10, 1), m = s1, s2 = State(20, 3);
+  m.ctime.nseconds = 2;
+  auto w1 = t_.Begin(Kind::kModify), w2 = t_.Begin(Kind::kModify);
+  EXPECT_EQ(Modify(w2, m, s2), Verdict::kConsistent);
+  EXPECT_EQ(Modify(w1, State(0, 0), s1), Verdict::kForeignAttrs);
+  EXPECT_EQ(t_.foreign_changes(), 0u) << "the data did not change";
+  // A write in between changes mtime: that one is a change of data.
+  auto w3 = t_.Begin(Kind::kModify);
+  fattr3 written = State(20, 5);
+  EXPECT_EQ(Modify(w3, written, State(30, 6)), Verdict::kForeignChange);
+  EXPECT_EQ(t_.foreign_changes(), 1u);
+}
+
+TEST_F(TrackerTest, QuietObservationOfAChmodKeepsTheData) {
+  fattr3 m = State(0, 0);
+  m.ctime.nseconds = 4;  // renamed or chmod-ed elsewhere: ctime only
+  auto g = t_.Begin(Kind::kObserve);
+  EXPECT_EQ(t_.End(g, std::nullopt, m), Verdict::kForeignAttrs);
+  EXPECT_EQ(t_.attr().ctime.nseconds, 4u);
+  auto g2 = t_.Begin(Kind::kObserve);
+  EXPECT_EQ(t_.End(g2, std::nullopt, m), Verdict::kConsistent);
+}
+
 }  // namespace
 }  // namespace nfsx::client
