@@ -4,8 +4,8 @@
 
 namespace nfsx::client {
 
-Result<std::unique_ptr<Channel>> Channel::Open(const std::string& host, uint16_t port,
-                                               int nconnect, rpc::RpcClientOptions options,
+Result<std::unique_ptr<Channel>> Channel::Open(const std::string& host, uint16_t port, int nconnect,
+                                               rpc::RpcClientOptions options,
                                                rpc::Credential cred) {
   std::vector<std::unique_ptr<rpc::RpcClient>> conns;
   for (int i = 0; i < std::max(1, nconnect); ++i) {
@@ -14,6 +14,16 @@ Result<std::unique_ptr<Channel>> Channel::Open(const std::string& host, uint16_t
     conns.push_back(std::move(*c));
   }
   return std::unique_ptr<Channel>(new Channel(std::move(conns), std::move(cred)));
+}
+
+void Channel::Shutdown() {
+  for (auto& c : conns_) c->Shutdown();
+}
+
+size_t Channel::in_flight() const {
+  size_t n = 0;
+  for (const auto& c : conns_) n += c->in_flight();
+  return n;
 }
 
 WireStats Channel::stats() const {

@@ -45,6 +45,12 @@ class Channel {
   void AddInvalidation() { invalidations_.fetch_add(1, std::memory_order_relaxed); }
 
   WireStats stats() const;
+  // Shuts every connection down (RpcClient::Shutdown): calls in flight fail with
+  // ESHUTDOWN and their callbacks run on this thread before it returns; later
+  // calls fail at once. Idempotent.
+  void Shutdown();
+  // Calls sent whose callbacks have not been taken yet, over all connections.
+  size_t in_flight() const;
   // The client's own identity; calls carry ActingAs::Or(cred()).
   const rpc::Credential& cred() const { return cred_; }
 

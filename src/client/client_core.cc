@@ -151,6 +151,14 @@ ClientCore::~ClientCore() {
   }
   bg_cv_.notify_all();
   for (auto& t : bg_threads_) t.join();
+  // Read-ahead nobody waits for, and completions that woke their waiter but
+  // still hold an InodePtr, end here rather than on a reader thread after the
+  // members they use are gone.
+  Shutdown();
+}
+
+void ClientCore::Shutdown() {
+  if (channel_) channel_->Shutdown();  // null when Mount failed before connecting
 }
 
 InodePtr ClientCore::Intern(const nfs_fh3& fh, const fattr3& attr) {

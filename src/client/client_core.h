@@ -43,7 +43,15 @@ class ClientCore {
   // *rest gets the remainder (to resolve with LOOKUPs).
   static Result<std::unique_ptr<ClientCore>> Mount(const NfsUrl& url, std::string* rest,
                                                    std::string* error);
+  // Joins the background write-back, then Shutdown()s, before any member goes.
   ~ClientCore();
+
+  // Fails every call in flight with ESHUTDOWN, and every later one at once:
+  // threads waiting in a call (a Read's Fetch, a Flush) wake with that error.
+  // On return no completion is running; the ones that were pending have run on
+  // this thread, with every member still alive. Sends nothing: an owner that
+  // must not lose dirty data flushes first (SyncAll). Idempotent.
+  void Shutdown();
 
   const InodePtr& root() const { return root_; }
   const ClientOptions& options() const { return options_; }
@@ -139,10 +147,12 @@ class ClientCore {
   void MaybeEvict();
 
   ClientOptions options_;
+  // Before every holder of an InodePtr, so it is destroyed after them: each
+  // Inode's pages give their bytes back to it.
+  std::unique_ptr<CacheBudget> budget_;
   std::unique_ptr<Channel> channel_;
   uint32_t rsize_ = 1 << 20, wsize_ = 1 << 20;
   InodePtr root_;
-  std::unique_ptr<CacheBudget> budget_;
   std::atomic<int64_t> dirty_total_{0};
   std::function<void(const InodePtr&)> on_invalidate_;
 

@@ -153,7 +153,7 @@ Result<std::unique_ptr<FuseMount>> FuseMount::Create(const std::string& url,
 
 FuseMount::~FuseMount() {
   if (se_) {
-    fuse_session_unmount(se_);
+    (void)fs_->Unmount([this] { fuse_session_unmount(se_); });
     fuse_session_destroy(se_);
   }
 }
@@ -170,9 +170,9 @@ int FuseMount::Run() {
   fuse_loop_cfg_destroy(cfg);
   fuse_remove_signal_handlers(se_);
   if (rc != 0) log::Info("fuse: request loop ended ({})", rc);
-  // After a signal the file system is still mounted; after umount this does nothing.
-  fuse_session_unmount(se_);
-  auto flushed = fs_->Shutdown();
+  // After a signal the file system is still mounted; after umount this only
+  // closes the session's fd. Dirty data is flushed after that, as before.
+  auto flushed = fs_->Unmount([this] { fuse_session_unmount(se_); });
   fuse_session_destroy(se_);
   se_ = nullptr;
   log::Info("fuse: unmounted {}", mountpoint_);

@@ -14,6 +14,7 @@ Invalidator::Invalidator(std::function<std::vector<std::string>(uint64_t)> names
 Invalidator::~Invalidator() { Stop(); }
 
 void Invalidator::Start(fuse_session* se) {
+  std::lock_guard lock(thread_mu_);
   se_ = se;
   thread_ = std::thread([this] { Loop(); });
 }
@@ -24,7 +25,13 @@ void Invalidator::Stop() {
     stop_ = true;
   }
   cv_.notify_all();
+  std::lock_guard lock(thread_mu_);
   if (thread_.joinable()) thread_.join();
+}
+
+bool Invalidator::sending() const {
+  std::lock_guard lock(thread_mu_);
+  return thread_.joinable();
 }
 
 void Invalidator::File(uint64_t nodeid) {

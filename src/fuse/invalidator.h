@@ -31,8 +31,12 @@ class Invalidator {
 
   // Starts sending once the session is mounted.
   void Start(fuse_session* se);
-  // Sends nothing more; waits for the thread.
+  // Sends nothing more; waits for the thread, so once it returns nothing of
+  // ours writes to the session's fd (which fuse_session_unmount closes).
+  // Idempotent.
   void Stop();
+  // Between Start and the end of Stop: notifications may be written to the session.
+  bool sending() const;
 
   // Queue an invalidation of a file's pages and attributes (a directory's
   // attributes and cached names). Never blocks on the kernel.
@@ -55,7 +59,10 @@ class Invalidator {
   bool stop_ = false;       // GUARDED_BY(mu_)
   uint64_t sent_ = 0;       // GUARDED_BY(mu_)
   fuse_session* se_ = nullptr;
-  std::thread thread_;
+  // Held to start and to join the thread: a FUSE destroy request and the
+  // unmount path may both stop it.
+  mutable std::mutex thread_mu_;
+  std::thread thread_;  // GUARDED_BY(thread_mu_)
 };
 
 }  // namespace nfsx::fuse

@@ -123,6 +123,9 @@ NfsFuse::NfsFuse(std::unique_ptr<client::ClientCore> core, InodePtr root, MountO
 
 NfsFuse::~NfsFuse() {
   (void)Shutdown();
+  // No completion may call OnForeignChange while the callback is replaced, or
+  // after the members it uses are gone.
+  core_->Shutdown();
   core_->set_on_invalidate(nullptr);
 }
 
@@ -167,6 +170,12 @@ void NfsFuse::Init(fuse_conn_info* conn) {
   log::Info("fuse: connected: protocol {}.{}, max_write {}, max_readahead {}, writeback cache {}",
             conn->proto_major, conn->proto_minor, conn->max_write, conn->max_readahead,
             (conn->want & FUSE_CAP_WRITEBACK_CACHE) ? "on" : "off");
+}
+
+Result<void> NfsFuse::Unmount(const std::function<void()>& unmount) {
+  StopNotifications();
+  unmount();
+  return Shutdown();
 }
 
 Result<void> NfsFuse::Shutdown() {

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -49,6 +50,14 @@ class NfsFuse {
 
   // Starts sending kernel notifications (once the session is mounted).
   void Start(fuse_session* se);
+  // Ends the mount once its request loop is over: stops the notifications, then
+  // runs `unmount` (fuse_session_unmount, which closes the session's fd: a
+  // notification still being sent could go to a reused descriptor), then
+  // Shutdown()s. Returns Shutdown()'s result.
+  Result<void> Unmount(const std::function<void()>& unmount);
+  // Stops the notification thread (see Invalidator::Stop). Idempotent.
+  void StopNotifications() { invalidator_.Stop(); }
+  bool notifying() const { return invalidator_.sending(); }
   // Flushes and commits everything, removes hidden names of unlinked open files
   // and stops the notification thread. Idempotent; the result of the first call.
   Result<void> Shutdown();

@@ -64,22 +64,31 @@ Result<std::unique_ptr<RpcClient>> RpcClient::Connect(const std::string& host, u
 }
 
 RpcClient::~RpcClient() {
-  {
-    std::lock_guard lock(mu_);
-    shutdown_ = true;
-  }
-  uint64_t one = 1;
-  [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof(one));
-  if (reader_.joinable()) reader_.join();
-  std::vector<Callback> failed;
-  {
-    std::lock_guard lock(mu_);
-    FailAllLocked(ESHUTDOWN, &failed);
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  for (auto& cb : failed) cb(Fail(ESHUTDOWN));
+  Shutdown();
   ::close(wake_fd_);
+}
+
+void RpcClient::Shutdown() {
+  // Once: a second caller waits until the first has run every callback.
+  std::call_once(shutdown_once_, [this] {
+    {
+      std::lock_guard lock(mu_);
+      shutdown_ = true;
+    }
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof(one));
+    if (reader_.joinable()) reader_.join();
+    std::vector<Callback> failed;
+    {
+      std::lock_guard lock(mu_);
+      FailAllLocked(ESHUTDOWN, &failed);
+      if (fd_ >= 0) ::close(fd_);
+      fd_ = -1;
+    }
+    for (auto& cb : failed) cb(Fail(ESHUTDOWN));
+    // The callbacks (and what they captured) go here too, not on another thread.
+    failed.clear();
+  });
 }
 
 Result<int> RpcClient::Dial() {

@@ -68,6 +68,14 @@ class RpcClient {
   Result<RpcReply> CallSync(uint32_t prog, uint32_t vers, uint32_t proc, const Credential& cred,
                             const ArgsEncoder& args);
 
+  // Stops the reader thread, then fails every call in flight with ESHUTDOWN,
+  // running their callbacks on this thread; later calls fail at once, on the
+  // caller's thread. On return no callback of this client is running or will
+  // run on another thread. Idempotent; the destructor calls it. An owner whose
+  // callbacks use its own state calls it while that state is still whole.
+  // REQUIRES: not called from one of this client's callbacks.
+  void Shutdown();
+
   const RpcClientCounters& counters() const { return counters_; }
   size_t in_flight() const;
   const std::string& host() const { return host_; }
@@ -97,13 +105,14 @@ class RpcClient {
   RpcClientCounters counters_;
 
   mutable std::mutex mu_;
-  int fd_ = -1;                           // GUARDED_BY(mu_)
-  std::map<uint32_t, Pending> pending_;   // GUARDED_BY(mu_)
+  int fd_ = -1;                                        // GUARDED_BY(mu_)
+  std::map<uint32_t, Pending> pending_;                // GUARDED_BY(mu_)
   std::deque<std::shared_ptr<OutBuffer>> send_queue_;  // GUARDED_BY(mu_)
   size_t send_offset_ = 0;
   std::atomic<uint32_t> next_xid_;
-  bool shutdown_ = false;
+  bool shutdown_ = false;  // GUARDED_BY(mu_)
   int wake_fd_ = -1;
+  std::once_flag shutdown_once_;
   std::thread reader_;
 };
 

@@ -1,0 +1,202 @@
+// HoldingProxy: a TCP proxy in front of an NFS server that can keep chosen READ
+// replies from ever reaching the client, so that a test knows those calls are
+// still in flight (the client's own in_flight() counts them) without timing.
+#pragma once
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "proto/nfs3_types.h"
+#include "rpc/record_marking.h"
+#include "xdr/xdr.h"
+
+namespace nfsx::client::testing {
+
+class HoldingProxy {
+ public:
+  explicit HoldingProxy(uint16_t server_port) : server_port_(server_port) {
+    listen_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a = Loopback(0);
+    bind(listen_, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    listen(listen_, 8);
+    socklen_t len = sizeof(a);
+    getsockname(listen_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    accept_thread_ = std::thread([this] { AcceptLoop(); });
+  }
+  ~HoldingProxy() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+      for (auto& c : conns_) {
+        shutdown(c->client, SHUT_RDWR);
+        shutdown(c->server, SHUT_RDWR);
+      }
+    }
+    shutdown(listen_, SHUT_RDWR);
+    accept_thread_.join();
+    for (auto& c : conns_) {
+      c->to_server.join();
+      c->to_client.join();
+      close(c->client);
+      close(c->server);
+    }
+    close(listen_);
+  }
+  HoldingProxy(const HoldingProxy&) = delete;
+  HoldingProxy& operator=(const HoldingProxy&) = delete;
+
+  uint16_t port() const { return port_; }
+  // From now on, replies to READs of offsets >= `offset` are dropped (UINT64_MAX: none).
+  void HoldReadsFrom(uint64_t offset) { hold_from_.store(offset); }
+  // Replies dropped so far.
+  uint64_t held() const { return held_.load(); }
+
+ private:
+  struct Conn {
+    int client = -1, server = -1;
+    std::mutex mu;
+    std::unordered_map<uint32_t, uint64_t> read_offsets;  // GUARDED_BY(mu): xid -> offset
+    std::thread to_server, to_client;
+  };
+
+  static sockaddr_in Loopback(uint16_t port) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    return a;
+  }
+
+  void AcceptLoop() {
+    for (;;) {
+      int fd = accept4(listen_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) return;
+      int up = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in a = Loopback(server_port_);
+      if (connect(up, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+        close(up);
+        close(fd);
+        continue;
+      }
+      int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      setsockopt(up, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      std::lock_guard lock(mu_);
+      if (stop_) {
+        close(up);
+        close(fd);
+        return;
+      }
+      auto c = std::make_unique<Conn>();
+      c->client = fd;
+      c->server = up;
+      Conn* raw = c.get();
+      c->to_server = std::thread([this, raw] { Pump(raw, raw->client, raw->server, true); });
+      c->to_client = std::thread([this, raw] { Pump(raw, raw->server, raw->client, false); });
+      conns_.push_back(std::move(c));
+    }
+  }
+
+  // Copies records from `from` to `to`; calls are noted, replies perhaps dropped.
+  void Pump(Conn* c, int from, int to, bool calls) {
+    rpc::RecordReader reader(32 << 20);
+    for (;;) {
+      auto space = reader.PrepareWrite();
+      ssize_t n = read(from, space.data(), space.size());
+      if (n <= 0) break;
+      reader.CommitWrite(static_cast<size_t>(n));
+      std::span<std::byte> rec;
+      while (reader.Next(&rec) == rpc::RecordReader::Status::kRecord) {
+        if (rec.size() < 4) continue;
+        uint32_t xid = xdr::LoadBe32(rec.data());
+        if (calls) {
+          NoteRead(c, xid, rec);
+        } else if (Hold(c, xid)) {
+          continue;
+        }
+        if (!Forward(to, rec)) return Close(to);
+      }
+    }
+    Close(to);
+  }
+  static void Close(int to) { shutdown(to, SHUT_WR); }
+
+  // Mark and record in one send: split, Nagle and delayed ACKs cost 40 ms a call.
+  static bool Forward(int to, std::span<std::byte> rec) {
+    std::byte mark[4];
+    xdr::StoreBe32(mark, rpc::kLastFragment | static_cast<uint32_t>(rec.size()));
+    iovec iov[2] = {{mark, 4}, {rec.data(), rec.size()}};
+    size_t left = 4 + rec.size();
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = 2;
+    while (left > 0) {
+      ssize_t n = sendmsg(to, &msg, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      left -= static_cast<size_t>(n);
+      for (auto* v = msg.msg_iov; n > 0; ++v) {  // skip what was sent
+        size_t take = std::min(static_cast<size_t>(n), v->iov_len);
+        v->iov_base = static_cast<std::byte*>(v->iov_base) + take;
+        v->iov_len -= take;
+        n -= static_cast<ssize_t>(take);
+      }
+    }
+    return true;
+  }
+
+  // RFC 5531 call header, then READ3args (RFC 1813 §3.3.6): file handle, offset.
+  static void NoteRead(Conn* c, uint32_t xid, std::span<const std::byte> rec) {
+    size_t at = 24;
+    auto u32 = [&](size_t pos) { return pos + 4 <= rec.size() ? xdr::LoadBe32(&rec[pos]) : 0; };
+    if (rec.size() < at || u32(12) != nfs3::NFS_PROGRAM ||
+        u32(20) != static_cast<uint32_t>(nfs3::nfsproc3::READ)) {
+      return;
+    }
+    for (int auth = 0; auth < 2; ++auth) {  // credential, verifier
+      uint32_t len = u32(at + 4);
+      at += 8 + len + xdr::Pad4(len);
+    }
+    uint32_t fh_len = u32(at);
+    at += 4 + fh_len + xdr::Pad4(fh_len);
+    if (at + 8 > rec.size()) return;
+    uint64_t offset = (uint64_t{u32(at)} << 32) | u32(at + 4);
+    std::lock_guard lock(c->mu);
+    c->read_offsets[xid] = offset;
+  }
+
+  bool Hold(Conn* c, uint32_t xid) {
+    std::lock_guard lock(c->mu);
+    auto it = c->read_offsets.find(xid);
+    if (it == c->read_offsets.end()) return false;
+    bool hold = it->second >= hold_from_.load();
+    c->read_offsets.erase(it);
+    if (hold) held_.fetch_add(1);
+    return hold;
+  }
+
+  const uint16_t server_port_;
+  int listen_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<uint64_t> hold_from_{UINT64_MAX};
+  std::atomic<uint64_t> held_{0};
+  std::mutex mu_;
+  bool stop_ = false;                         // GUARDED_BY(mu_)
+  std::vector<std::unique_ptr<Conn>> conns_;  // GUARDED_BY(mu_) until the accept thread ends
+  std::thread accept_thread_;
+};
+
+}  // namespace nfsx::client::testing
