@@ -270,14 +270,17 @@ Result<void> ClientCore::CommitAndVerify(const InodePtr& ino) {
       std::lock_guard lock(ino->wb_mu);
       if (ino->unstable.empty()) return {};
     }
-    auto token = BeginCall(ino, Kind::kModify);
+    // COMMIT changes nothing a client caches: an observation of the state after it.
+    // (As a modification without pre-op attributes, Ganesha's, it would make
+    // whatever state it shows ours, another client's write included.)
+    auto token = BeginCall(ino, Kind::kObserve);
     auto r = channel_->CallSync<COMMIT3res>(nfsproc3::COMMIT, COMMIT3args{ino->fh(), 0, 0});
     if (!r) {
       EndCall(ino, token, std::nullopt, std::nullopt);
       return std::unexpected(r.error());
     }
     const wcc_data& wcc = r->status == NFS3_OK ? r->resok.file_wcc : r->resfail.wcc;
-    EndCall(ino, token, wcc.before, wcc.after);
+    EndCall(ino, token, std::nullopt, wcc.after);
     if (r->status != NFS3_OK) return Fail(ErrnoFromNfsStat(r->status));
     // Everything written under the COMMIT's verifier is on disk. The rest was
     // acknowledged by a server instance that is gone (or saw a write-back

@@ -315,5 +315,88 @@ TEST(CoherenceTest, TimesOlderAfterAServerRestartLoseNothing) {
   EXPECT_EQ((*c)->stats().invalidations, 0u);
 }
 
+// ---- Found in review: each failed before its fix ----
+
+// Our RENAME of a file whose data we cache: the server moves the file's ctime
+// (Linux filesystems do on rename), no call of ours on that file says so, and
+// the next GETATTR is judged somebody else's change.
+TEST_P(ClientTest, RenamingOurCachedFileDoesNotInvalidateIt) {
+  auto c = Connect(NoAttributeCache());
+  const std::string data = Pattern(64 << 10, 5);
+  {
+    auto f = c->Open("before.bin", O_CREAT | O_RDWR, 0644);
+    ASSERT_TRUE(f.has_value());
+    ASSERT_TRUE((*f)->Pwrite(Bytes(data), 0));
+    ASSERT_TRUE((*f)->Close());
+  }
+  auto f = c->Open("before.bin", O_RDONLY);
+  ASSERT_TRUE(f.has_value());
+  std::string got(data.size(), '\0');
+  ASSERT_TRUE((*f)->Pread(std::as_writable_bytes(std::span(got)), 0));
+  ASSERT_EQ(c->stats().invalidations, 0u);
+  ASSERT_TRUE(c->Rename("before.bin", "after.bin"));
+  ASSERT_TRUE(c->GetAttr("after.bin"));
+  ASSERT_TRUE((*f)->Pread(std::as_writable_bytes(std::span(got)), 0));
+  EXPECT_EQ(got, data);
+  EXPECT_EQ(c->stats().invalidations, 0u) << "our own RENAME taken for another client's change";
+}
+
+// Removing one of two names of a cached file (our own LINK, then our own REMOVE):
+// the file's nlink and ctime change with no call of ours on the file.
+TEST_P(ClientTest, RemovingASecondNameOfOurCachedFileDoesNotInvalidateIt) {
+  auto c = Connect(NoAttributeCache());
+  const std::string data = Pattern(64 << 10, 6);
+  {
+    auto f = c->Open("one.bin", O_CREAT | O_RDWR, 0644);
+    ASSERT_TRUE(f.has_value());
+    ASSERT_TRUE((*f)->Pwrite(Bytes(data), 0));
+    ASSERT_TRUE((*f)->Close());
+  }
+  ASSERT_TRUE(c->Link("one.bin", "two.bin"));
+  auto f = c->Open("one.bin", O_RDONLY);
+  ASSERT_TRUE(f.has_value());
+  std::string got(data.size(), '\0');
+  ASSERT_TRUE((*f)->Pread(std::as_writable_bytes(std::span(got)), 0));
+  ASSERT_EQ(c->stats().invalidations, 0u) << "already after LINK";
+  ASSERT_TRUE(c->Unlink("two.bin"));
+  ASSERT_TRUE(c->GetAttr("one.bin"));
+  EXPECT_EQ(c->stats().invalidations, 0u) << "our own REMOVE taken for another client's change";
+}
+
+// Another client writes after our last WRITE and before our COMMIT (O_DIRECT
+// writes are committed at fsync). Close-to-open: our next open must see it.
+TEST_P(ClientTest, ForeignWriteBeforeOurCommitIsSeenAtOpen) {
+  auto a = Connect(NoAttributeCache());
+  auto b = Connect();
+  {
+    auto f = a->Open("c2o.bin", O_CREAT | O_RDWR, 0644);
+    ASSERT_TRUE(f.has_value());
+    ASSERT_TRUE((*f)->Pwrite(Bytes(std::string(64 << 10, 'a')), 0));
+    ASSERT_TRUE((*f)->Close());
+  }
+  auto cached = a->Open("c2o.bin", O_RDONLY);
+  ASSERT_TRUE(cached.has_value());
+  std::string got(64 << 10, '\0');
+  ASSERT_TRUE((*cached)->Pread(std::as_writable_bytes(std::span(got)), 0));  // cached now
+  auto direct = a->Open("c2o.bin", O_WRONLY | O_DIRECT);
+  ASSERT_TRUE(direct.has_value());
+  ASSERT_TRUE((*direct)->Pwrite(Bytes(std::string(4096, 'o')), 32768));  // UNSTABLE, uncommitted
+  {
+    auto fb = b->Open("c2o.bin", O_WRONLY);
+    ASSERT_TRUE(fb.has_value());
+    ASSERT_TRUE((*fb)->Pwrite(Bytes("THEIRS"), 1000));
+    ASSERT_TRUE((*fb)->Close());
+  }
+  ASSERT_TRUE((*direct)->Fsync());  // our COMMIT
+  ASSERT_TRUE((*direct)->Close());
+  ASSERT_TRUE((*cached)->Close());
+  auto again = a->Open("c2o.bin", O_RDONLY);  // close-to-open: a GETATTR
+  ASSERT_TRUE(again.has_value());
+  std::string mid(6, '\0');
+  ASSERT_TRUE((*again)->Pread(std::as_writable_bytes(std::span(mid)), 1000));
+  EXPECT_EQ(mid, "THEIRS") << "stale cached data after reopen; invalidations "
+                           << a->stats().invalidations;
+}
+
 }  // namespace
 }  // namespace nfsx::client::testing

@@ -11,8 +11,7 @@ void ConsistencyTracker::Reset(const fattr3& attr) {
   attr_ = attr;
   top_states_.clear();
   top_states_overflow_ = false;
-  rebaseline_ = false;
-  unverifiable_ = false;
+  blind_ = false;
   Rebase();
 }
 
@@ -24,14 +23,17 @@ void ConsistencyTracker::Rebase() {
   waiting_by_state_.clear();
 }
 
-void ConsistencyTracker::ApplyMonotonic(const fattr3& attr, bool ours) {
+void ConsistencyTracker::ApplyMonotonic(const fattr3& attr, bool ours, bool continues) {
   if (!attr_ || attr.ctime > attr_->ctime) {
     attr_ = attr;
     top_states_.clear();
     top_states_overflow_ = false;
   } else if (attr.ctime == attr_->ctime) {
-    // One ctime, several states: keep the one that looks latest.
-    if (std::tie(attr.mtime, attr.size) >= std::tie(attr_->mtime, attr_->size)) attr_ = attr;
+    // One ctime, several states (a coarse clock): ours that follows the known state
+    // is newer; otherwise keep the one that looks latest.
+    if (continues || std::tie(attr.mtime, attr.size) >= std::tie(attr_->mtime, attr_->size)) {
+      attr_ = attr;
+    }
   } else {
     return;
   }
@@ -50,12 +52,10 @@ bool ConsistencyTracker::OursAtTopCtime(const fattr3& attr) const {
 }
 
 ConsistencyTracker::Token ConsistencyTracker::Begin(Kind kind) {
-  if (kind != Kind::kModify) return Token{kind, next_, quiet()};
-  // Without a trusted starting state nothing this modification touches can be judged.
-  if (quiet() && (rebaseline_ || !attr_)) unverifiable_ = true;
+  if (kind != Kind::kModify) return Token{kind, next_, quiet(), blindings_};
   uint64_t seq = next_++;
   in_flight_.insert(seq);
-  return Token{kind, seq};
+  return Token{kind, seq, false, blindings_};
 }
 
 ConsistencyTracker::Verdict ConsistencyTracker::End(const Token& t, const nfs3::pre_op_attr& pre,
@@ -64,23 +64,52 @@ ConsistencyTracker::Verdict ConsistencyTracker::End(const Token& t, const nfs3::
   if (t.kind == Kind::kModify) {
     in_flight_.erase(t.seq);
     if (!post) {
-      unverifiable_ = true;
+      GoBlind();
     } else {
-      if (!unverifiable_ && !rebaseline_) AddEdge(pre, *post);
-      ApplyMonotonic(*post, true);
+      if (blind_ && pre && t.blindings == blindings_) {
+        // Sent after the unknown state was produced: its pre-op state is a fresh start.
+        fattr3 start = *post;
+        start.size = pre->size;
+        start.mtime = pre->mtime;
+        start.ctime = pre->ctime;
+        SeeAgain(start);
+      }
+      bool continues = pre && attr_ && pre->ctime == attr_->ctime && pre->size == attr_->size &&
+                       pre->mtime == attr_->mtime;
+      if (!blind_) AddEdge(pre, *post);
+      ApplyMonotonic(*post, true, continues);
     }
   } else if (post) {
-    v = Observe(*post, t.quiet && t.seq == next_ && quiet());
+    if (blind_) {
+      // Only a call sent after the unknown state existed can show where things are.
+      if (t.blindings == blindings_) {
+        SeeAgain(*post);
+      } else {
+        ApplyMonotonic(*post, false);
+      }
+    } else {
+      v = Observe(*post, t.quiet && t.seq == next_ && quiet());
+    }
   }
   if (v == Verdict::kConsistent) v = Judge();
-  if (quiet() && waiting_by_state_.empty()) {
-    if (unverifiable_) {
-      unverifiable_ = false;
-      rebaseline_ = true;
-    }
-    if (!rebaseline_) Rebase();  // everything explained: the latest state is the known one
-  }
+  // Everything explained: the latest state is the known one.
+  if (quiet() && waiting_by_state_.empty() && !blind_) Rebase();
   return v;
+}
+
+void ConsistencyTracker::GoBlind() {
+  blind_ = true;
+  ++blindings_;
+  waiting_by_needs_.clear();
+  waiting_by_state_.clear();
+}
+
+void ConsistencyTracker::SeeAgain(const fattr3& state) {
+  // The latest state seen (this one, or a newer one a reply already showed) is real,
+  // and everything before it is history now.
+  blind_ = false;
+  ApplyMonotonic(state, false);
+  Rebase();
 }
 
 void ConsistencyTracker::AddEdge(const nfs3::pre_op_attr& pre, const fattr3& post_attr) {
@@ -130,18 +159,6 @@ void ConsistencyTracker::Explain(nfstime3 from, nfstime3 to) {
 }
 
 ConsistencyTracker::Verdict ConsistencyTracker::Observe(const fattr3& attr, bool quiet_since_sent) {
-  if (rebaseline_) {
-    if (quiet()) {
-      attr_ = attr;
-      top_states_.clear();
-      top_states_overflow_ = false;
-      rebaseline_ = false;
-      Rebase();
-    } else {
-      ApplyMonotonic(attr, false);
-    }
-    return Verdict::kConsistent;
-  }
   if (attr.ctime < floor_) return Verdict::kConsistent;  // stale: sent before what we know
   // A server whose ctime ticks coarsely can show two states with one ctime;
   // with nothing of ours in flight, one our modifications did not produce is not ours.
@@ -154,7 +171,7 @@ ConsistencyTracker::Verdict ConsistencyTracker::Observe(const fattr3& attr, bool
     return Verdict::kForeignChange;
   }
   ApplyMonotonic(attr, false);
-  if (!unverifiable_ && !Explained(attr.ctime)) Await(attr.ctime, Data{attr.mtime, attr.size});
+  if (!Explained(attr.ctime)) Await(attr.ctime, Data{attr.mtime, attr.size});
   return Verdict::kConsistent;
 }
 
@@ -162,9 +179,7 @@ void ConsistencyTracker::Await(nfstime3 state, Data data) {
   // Seen before (pollers repeat themselves): the first sighting's deadline holds.
   if (waiting_by_state_.contains(state)) return;
   if (waiting_by_state_.size() >= kMaxWaiting) {
-    waiting_by_needs_.clear();
-    waiting_by_state_.clear();
-    unverifiable_ = true;
+    GoBlind();
     return;
   }
   waiting_by_state_.emplace(state, Waiting{waiting_by_needs_.emplace(next_ - 1, state), data});
@@ -195,7 +210,7 @@ ConsistencyTracker::Verdict ConsistencyTracker::Judge() {
     nfstime3 state = waiting_by_needs_.begin()->second;
     waiting_by_needs_.erase(waiting_by_needs_.begin());
     auto node = waiting_by_state_.extract(state);
-    if (unverifiable_ || state < floor_ || Explained(state)) continue;
+    if (state < floor_ || Explained(state)) continue;
     Verdict v = Foreign(state, node.mapped().data);
     if (v == Verdict::kForeignChange) ++foreign_changes_;
     Rebase();

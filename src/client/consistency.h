@@ -64,6 +64,7 @@ class ConsistencyTracker {
     Kind kind = Kind::kObserve;
     uint64_t seq = 0;    // kModify: its number; kObserve: the next modification's at Begin
     bool quiet = false;  // kObserve: nothing of ours was in flight at Begin
+    uint64_t blindings = UINT64_MAX;  // how many times the tracker had gone blind at Begin
   };
 
   // Sets the known state (from an authoritative reply, e.g. the first GETATTR).
@@ -93,8 +94,9 @@ class ConsistencyTracker {
 
  private:
   // Keeps attr_ monotonic: ctime never goes backwards. `ours`: post-op attributes
-  // of one of our modifications.
-  void ApplyMonotonic(const nfs3::fattr3& attr, bool ours);
+  // of one of our modifications; `continues`: of one whose pre-op state is the
+  // known one (then it is the newest state even where ctime did not move).
+  void ApplyMonotonic(const nfs3::fattr3& attr, bool ours, bool continues = false);
   // Whether a state with the known ctime is one our modifications produced.
   bool OursAtTopCtime(const nfs3::fattr3& attr) const;
   // The data of a state: what tells a change of contents from one of the inode only.
@@ -144,11 +146,15 @@ class ConsistencyTracker {
   };
   ByNeeds waiting_by_needs_;
   std::map<nfs3::nfstime3, Waiting> waiting_by_state_;
-  // A modification brought no post-op attributes: a state we produced is unknown,
-  // so nothing can be judged until the file is quiet, and then the next
-  // observation becomes the known state (as Linux does when wcc data is missing).
-  bool unverifiable_ = false;
-  bool rebaseline_ = false;
+  // A modification brought no post-op attributes (or too much waited): a state we
+  // produced is unknown, so nothing is judged until a reply to a call sent after
+  // that shows a state, which becomes the known one without a verdict (as Linux
+  // does when wcc data is missing).
+  bool blind_ = false;
+  uint64_t blindings_ = 0;  // times the tracker went blind
+  void GoBlind();
+  // Leaves blindness: `state` (or a newer one seen) becomes the known state.
+  void SeeAgain(const nfs3::fattr3& state);
   // A server whose ctime ticks coarsely shows several states with one ctime: the
   // (mtime, size) our modifications produced at the known ctime, so that a quiet
   // reply showing another one is known for somebody else's.

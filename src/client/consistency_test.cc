@@ -335,5 +335,210 @@ TEST_F(TrackerTest, QuietObservationOfAChmodKeepsTheData) {
   EXPECT_EQ(t_.End(g2, std::nullopt, m), Verdict::kConsistent);
 }
 
+// ---- Found in review: each failed before its fix ----
+
+// A WRITE whose reply had no post-op attributes (a timeout, a transport error)
+// leaves the tracker "rebaselining". Every later modification that starts while
+// quiet re-enters the unverifiable state, so a third-party change between two
+// later writes whose wcc data is exact is never seen, not even at the next quiet
+// GETATTR (which silently becomes the baseline).
+TEST_F(TrackerTest, ExactWccAfterOneLostReplyStillShowsAForeignChange) {
+  auto w1 = t_.Begin(Kind::kModify);
+  EXPECT_EQ(t_.End(w1, Wcc(State(0, 0)), std::nullopt), Verdict::kConsistent);  // no post-op
+  // The server applied W1: state 1. Our next writes, one at a time, exact wcc.
+  auto w2 = t_.Begin(Kind::kModify);
+  EXPECT_EQ(Modify(w2, State(1, 1), State(2, 2)), Verdict::kConsistent);
+  auto w3 = t_.Begin(Kind::kModify);
+  EXPECT_EQ(Modify(w3, State(2, 2), State(3, 3)), Verdict::kConsistent);
+  // Somebody else: 3 -> 4. Our W4 shows it in its pre-op attributes.
+  auto w4 = t_.Begin(Kind::kModify);
+  Verdict v = Modify(w4, State(4, 4), State(5, 5));
+  auto g = t_.Begin(Kind::kObserve);
+  Verdict vg = t_.End(g, std::nullopt, State(5, 5));
+  EXPECT_TRUE(v == Verdict::kForeignChange || vg == Verdict::kForeignChange)
+      << "W4's pre-op state (4) is not W3's post-op state (3): a third party wrote";
+  EXPECT_EQ(t_.foreign_changes(), 1u);
+}
+
+// While rebaselining, a quiet moment takes the next observation as the known
+// state as is, even one that was sent before our last modification executed and
+// shows an older state: the cached attributes go backwards, and the next
+// GETATTR (our own latest state) is judged a foreign change.
+TEST_F(TrackerTest, RebaselineFromAStaleObservationSelfInvalidates) {
+  auto w1 = t_.Begin(Kind::kModify);
+  EXPECT_EQ(t_.End(w1, Wcc(State(0, 0)), std::nullopt), Verdict::kConsistent);  // no post-op
+  auto g1 = t_.Begin(Kind::kObserve);  // server serves it at state 1 (after W1)
+  auto w2 = t_.Begin(Kind::kModify);   // then W2: 1 -> 2
+  EXPECT_EQ(Modify(w2, State(1, 1), State(2, 2)), Verdict::kConsistent);
+  EXPECT_EQ(t_.attr().size, 2u);
+  EXPECT_EQ(t_.End(g1, std::nullopt, State(1, 1)), Verdict::kConsistent);  // late reply
+  EXPECT_EQ(t_.attr().size, 2u) << "cached size went backwards";
+  EXPECT_EQ(t_.attr().ctime.nseconds, 2u) << "cached ctime went backwards";
+  auto g2 = t_.Begin(Kind::kObserve);
+  EXPECT_EQ(t_.End(g2, std::nullopt, State(2, 2)), Verdict::kConsistent)
+      << "our own W2's state taken for somebody else's";
+  EXPECT_EQ(t_.foreign_changes(), 0u);
+}
+
+// Same thing through a LOOKUP/READDIRPLUS entry (ClientCore::Intern: End(Late())).
+TEST_F(TrackerTest, RebaselineFromAStaleLateEntrySelfInvalidates) {
+  auto w1 = t_.Begin(Kind::kModify);
+  EXPECT_EQ(t_.End(w1, Wcc(State(0, 0)), std::nullopt), Verdict::kConsistent);
+  auto w2 = t_.Begin(Kind::kModify);
+  EXPECT_EQ(Modify(w2, State(1, 1), State(2, 2)), Verdict::kConsistent);
+  // A listing served before W2 executed, answered now.
+  EXPECT_EQ(t_.End(ConsistencyTracker::Late(), std::nullopt, State(1, 1)), Verdict::kConsistent);
+  EXPECT_EQ(t_.attr().size, 2u) << "cached size went backwards";
+  auto g2 = t_.Begin(Kind::kObserve);
+  EXPECT_EQ(t_.End(g2, std::nullopt, State(2, 2)), Verdict::kConsistent);
+  EXPECT_EQ(t_.foreign_changes(), 0u);
+}
+
+// A server whose ctime ticks coarsely: our truncation (or utimes to the past)
+// within the tick of our last write keeps ctime; the tracker keeps the state that
+// "looks latest" by (mtime, size), so the cached size stays the pre-truncation one.
+TEST_F(TrackerTest, SameTickTruncateShrinksCachedSize) {
+  fattr3 written = State(100, 5), truncated = State(10, 5);
+  auto w = t_.Begin(Kind::kModify);
+  EXPECT_EQ(Modify(w, State(0, 0), written), Verdict::kConsistent);
+  auto s = t_.Begin(Kind::kModify);
+  EXPECT_EQ(Modify(s, written, truncated), Verdict::kConsistent);
+  EXPECT_EQ(t_.attr().size, 10u) << "SETATTR size=10 replied, cache still says 100";
+  auto g = t_.Begin(Kind::kObserve);
+  EXPECT_EQ(t_.End(g, std::nullopt, truncated), Verdict::kConsistent);
+  EXPECT_EQ(t_.attr().size, 10u) << "even a quiet GETATTR does not fix it";
+}
+
+TEST_F(TrackerTest, SameTickUtimesToThePastShowsTheSetMtime) {
+  fattr3 written = State(100, 5), set = State(100, 5);
+  set.mtime = {500, 0};  // touch -d: mtime set back; ctime in the same coarse tick
+  auto w = t_.Begin(Kind::kModify);
+  EXPECT_EQ(Modify(w, State(0, 0), written), Verdict::kConsistent);
+  auto s = t_.Begin(Kind::kModify);
+  EXPECT_EQ(Modify(s, written, set), Verdict::kConsistent);
+  EXPECT_EQ(t_.attr().mtime.seconds, 500u) << "SETATTR mtime replied, cache keeps the newer mtime";
+}
+
+// Servers without pre-op attributes (Ganesha) on COMMIT: its post-op state
+// extends the origin run like a WRITE's, so another client's write made after
+// our last WRITE and before our COMMIT (fsync/close) becomes "ours".
+TEST_F(TrackerTest, NoPreCommitDoesNotAdoptAForeignChange) {
+  auto w = t_.Begin(Kind::kModify);
+  EXPECT_EQ(t_.End(w, std::nullopt, State(10, 1)), Verdict::kConsistent);
+  // Another client writes: 1 -> 2. Then our COMMIT (no pre-op, post-op = 2), which
+  // the client sends as an observation: it changes nothing a client caches.
+  auto c = t_.Begin(Kind::kObserve);
+  Verdict vc = t_.End(c, std::nullopt, State(20, 2));
+  auto g = t_.Begin(Kind::kObserve);  // open() on the next open
+  Verdict vg = t_.End(g, std::nullopt, State(20, 2));
+  EXPECT_TRUE(vc == Verdict::kForeignChange || vg == Verdict::kForeignChange)
+      << "a state no WRITE of ours produced was taken for ours";
+}
+
+// Model-based fuzz: an exact-wcc server executes our calls in random order and
+// answers them in random order; observations (some Late, some long delayed),
+// COMMITs with pre == post, and (optionally) replies without post-op attributes.
+// No third party: never a foreign verdict, cached ctime never backwards, and
+// after a final quiet GETATTR the cache equals the server.
+struct FuzzCall {
+  ConsistencyTracker::Token token;
+  bool late = false, modify = false, commit = false, lose_post = false;
+  bool executed = false;
+  uint32_t pre = 0, post = 0;
+};
+
+void Fuzz(uint32_t seed, bool lose_posts, int* foreign, int* backwards, bool* final_ok) {
+  std::mt19937 rng(seed);
+  ConsistencyTracker t;
+  t.Reset(State(0, 0));
+  uint32_t server = 0;
+  std::vector<FuzzCall> sent, done;
+  *foreign = 0;
+  *backwards = 0;
+  for (int step = 0; step < 400; ++step) {
+    uint32_t r = rng() % 10;
+    if (r < 3 && sent.size() < 12) {
+      FuzzCall c;
+      c.modify = rng() % 3 != 0;
+      c.commit = c.modify && rng() % 5 == 0;
+      c.late = !c.modify && rng() % 3 == 0;
+      c.lose_post = lose_posts && c.modify && rng() % 40 == 0;
+      c.token =
+          c.late ? ConsistencyTracker::Late() : t.Begin(c.modify ? Kind::kModify : Kind::kObserve);
+      sent.push_back(c);
+    } else if (r < 6 && !sent.empty()) {  // the server executes one
+      size_t i = rng() % sent.size();
+      FuzzCall c = sent[i];
+      sent.erase(sent.begin() + static_cast<long>(i));
+      c.pre = server;
+      if (c.modify && !c.commit) ++server;
+      c.post = server;
+      done.push_back(c);
+    } else if (!done.empty()) {  // a reply arrives
+      size_t i = rng() % done.size();
+      FuzzCall c = done[i];
+      done.erase(done.begin() + static_cast<long>(i));
+      uint32_t before = t.attr().ctime.nseconds;
+      nfs3::post_op_attr post;
+      if (!c.lose_post) post = State(c.post, c.post);
+      Verdict v = c.modify ? t.End(c.token, Wcc(State(c.pre, c.pre)), post)
+                           : t.End(c.token, std::nullopt, post);
+      if (v == Verdict::kForeignChange) ++*foreign;
+      if (t.attr().ctime.nseconds < before) ++*backwards;
+    }
+  }
+  // Drain: execute and answer everything, then a quiet GETATTR.
+  for (auto& c : sent) {
+    c.pre = server;
+    if (c.modify && !c.commit) ++server;
+    c.post = server;
+    done.push_back(c);
+  }
+  std::shuffle(done.begin(), done.end(), rng);
+  for (auto& c : done) {
+    uint32_t before = t.attr().ctime.nseconds;
+    nfs3::post_op_attr post;
+    if (!c.lose_post) post = State(c.post, c.post);
+    Verdict v = c.modify ? t.End(c.token, Wcc(State(c.pre, c.pre)), post)
+                         : t.End(c.token, std::nullopt, post);
+    if (v == Verdict::kForeignChange) ++*foreign;
+    if (t.attr().ctime.nseconds < before) ++*backwards;
+  }
+  auto g = t.Begin(Kind::kObserve);
+  if (t.End(g, std::nullopt, State(server, server)) == Verdict::kForeignChange) ++*foreign;
+  *final_ok = t.attr().ctime.nseconds == server && t.attr().size == server && t.in_flight() == 0 &&
+              t.waiting() == 0 && t.runs() <= 1;
+}
+
+TEST_F(TrackerTest, FuzzOwnActivityExactServer) {
+  int bad = 0;
+  for (uint32_t seed = 1; seed <= 3000; ++seed) {
+    int foreign, backwards;
+    bool final_ok;
+    Fuzz(seed, false, &foreign, &backwards, &final_ok);
+    if (foreign || backwards || !final_ok) {
+      if (++bad <= 5)
+        ADD_FAILURE() << "seed " << seed << ": foreign " << foreign << " backwards " << backwards
+                      << " final_ok " << final_ok;
+    }
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+TEST_F(TrackerTest, FuzzOwnActivityWithLostPostOpAttrs) {
+  int bad = 0;
+  for (uint32_t seed = 1; seed <= 3000; ++seed) {
+    int foreign, backwards;
+    bool final_ok;
+    Fuzz(seed, true, &foreign, &backwards, &final_ok);
+    if (foreign || backwards || !final_ok) {
+      if (++bad <= 5)
+        ADD_FAILURE() << "seed " << seed << ": foreign " << foreign << " backwards " << backwards
+                      << " final_ok " << final_ok;
+    }
+  }
+  EXPECT_EQ(bad, 0);
+}
+
 }  // namespace
 }  // namespace nfsx::client

@@ -92,7 +92,8 @@ Result<vfs::Attr> Core::AttrLocked(FileState& file, uint8_t changes) {
   return attr;
 }
 
-Result<vfs::Attr> Core::Attr(FileState& file) {
+Result<vfs::Attr> Core::Attr(FileState& file, bool* settled) {
+  if (settled) *settled = true;
   if (file.ModifiedByThisThread()) return AttrLocked(file);
   // Optimistic: stat, and show the result only if no modification began or ended
   // around it. A stat that raced one could show a state half-way through it (new
@@ -109,6 +110,17 @@ Result<vfs::Attr> Core::Attr(FileState& file) {
     if (!attr) return attr;
     if (attr->nlink == 0) return Fail(ESTALE);
     if (file.times().PresentObservation(*attr, seq) == TimeOverlay::Outcome::kShown) return attr;
+  }
+  if (FileState::ThisThreadModifies()) {
+    // Waiting for this file's modification while we hold another file's could
+    // deadlock (a RENAME holding this one may wait for ours). Report what the file
+    // looks like, with the latest times clients were shown, and say so.
+    auto attr = file.exp().fs->GetAttr(file.node());
+    if (!attr) return attr;
+    if (attr->nlink == 0) return Fail(ESTALE);
+    file.times().PresentUnsettled(*attr);
+    if (settled) *settled = false;
+    return attr;
   }
   // Writers keep the file busy: wait for the one under way instead.
   std::lock_guard lock(file.op_mutex());
@@ -134,8 +146,9 @@ fattr3 Core::ToFattr3(const vfs::Attr& a, const ExportRuntime& exp) const {
 }
 
 post_op_attr Core::PostOpAttr(FileState& file) {
-  auto attr = Attr(file);
-  if (!attr) return std::nullopt;
+  bool settled = true;
+  auto attr = Attr(file, &settled);
+  if (!attr || !settled) return std::nullopt;  // no attributes rather than doubtful ones
   return ToFattr3(*attr, file.exp());
 }
 

@@ -67,7 +67,10 @@ class Core {
   // taken while no modification of it through this server is under way, so
   // they are exactly the state some modification's post-op attributes showed
   // (or a third party's). ESTALE when the file is gone (nlink 0).
-  Result<vfs::Attr> Attr(FileState& file);
+  // A thread that holds a Modification of another file never waits for this one's
+  // (lock order): if the file stays busy, *settled (when given) is set false and
+  // the attributes carry the latest times shown, not to be sent to clients.
+  Result<vfs::Attr> Attr(FileState& file, bool* settled = nullptr);
   // The same inside the caller's FileState::Modification of `file`: pre-op
   // attributes (kNone) and post-op ones. `changes` (TimeOverlay::Change) names
   // what the operation modified. REQUIRES: a Modification of `file` held.

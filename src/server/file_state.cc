@@ -4,7 +4,14 @@
 
 namespace nfsx::server {
 
+namespace {
+thread_local int modifications_held = 0;
+}  // namespace
+
+bool FileState::ThisThreadModifies() { return modifications_held > 0; }
+
 FileState::Modification::Modification(FileState& file) : file_(file), lock_(file.op_mu_) {
+  ++modifications_held;
   file_.modifier_.store(std::this_thread::get_id(), std::memory_order_relaxed);
   file_.times_.BeginChange();
 }
@@ -12,6 +19,7 @@ FileState::Modification::Modification(FileState& file) : file_(file), lock_(file
 FileState::Modification::~Modification() {
   file_.times_.EndChange();
   file_.modifier_.store(std::thread::id(), std::memory_order_relaxed);
+  --modifications_held;
 }
 
 FileTable::FileTable(size_t capacity)

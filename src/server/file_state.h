@@ -55,6 +55,8 @@ class FileState {
     FileState& file_;
     std::lock_guard<std::mutex> lock_;
   };
+  // Whether the calling thread holds a Modification of any file.
+  static bool ThisThreadModifies();
   // Whether the calling thread holds a Modification of this file.
   bool ModifiedByThisThread() const {
     return modifier_.load(std::memory_order_relaxed) == std::this_thread::get_id();

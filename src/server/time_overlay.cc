@@ -68,6 +68,13 @@ TimeOverlay::Outcome TimeOverlay::PresentObservation(vfs::Attr& attr, uint64_t s
   return PresentLocked(attr, kNone, true);
 }
 
+void TimeOverlay::PresentUnsettled(vfs::Attr& attr) {
+  std::lock_guard lock(mu_);
+  if (!valid_) return;
+  attr.mtime = state_.shown_mtime;
+  attr.ctime = state_.shown_ctime;
+}
+
 void TimeOverlay::BeginChange() {
   std::lock_guard lock(mu_);
   ++seq_;

@@ -64,6 +64,9 @@ class TimeOverlay {
   uint64_t Seq();
   Outcome PresentObservation(vfs::Attr& attr, uint64_t seq);
   static bool InChange(uint64_t seq) { return seq & 1; }
+  // For attributes taken while a modification may be under way, not to be sent:
+  // gives them the latest times shown, and learns nothing from them.
+  void PresentUnsettled(vfs::Attr& attr);
 
   // Bracket every modification. REQUIRES: modifications of the file are serialised.
   void BeginChange();

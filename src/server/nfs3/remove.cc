@@ -8,8 +8,10 @@ namespace {
 // space is freed now rather than when the open-file cache gets round to it.
 void ForgetIfGone(Core& core, const FileStatePtr& victim) {
   if (!victim) return;
-  auto attr = core.Attr(*victim);
-  if (attr) return;  // other names remain
+  // Only the link count matters: asked of the backend directly, not through
+  // Core::Attr, which may wait for the file while we hold its directory.
+  auto attr = victim->exp().fs->GetAttr(victim->node());
+  if (attr && attr->nlink > 0) return;  // other names remain
   core.open_files().Release(*victim);
   core.files().Erase(victim->key());
 }
@@ -58,6 +60,13 @@ LINK3res Link(Core& core, const LINK3args& args, const Ctx& ctx) {
     res.status = target.error();
     return res;
   }
+  // Refused before anything is locked: holding the directory while looking at
+  // another directory could deadlock against a RENAME between the two.
+  if (target->file->node().type() == vfs::FileType::kDirectory) {
+    res.status = NFS3ERR_ISDIR;
+    res.resfail.file_attributes = core.PostOpAttr(*target->file);
+    return res;
+  }
   DirOp op(core, args.link.dir, args.link.name.value, ctx);
   auto fail = [&](nfsstat3 status) {
     res.status = status;
@@ -67,11 +76,7 @@ LINK3res Link(Core& core, const LINK3args& args, const Ctx& ctx) {
   };
   if (op.status() != NFS3_OK) return fail(op.status());
   if (&target->file->exp() != &op.exp()) return fail(NFS3ERR_XDEV);
-  // Checked before the file is locked: a directory is never locked after another
-  // directory here (LINK of one into the other both ways would deadlock).
-  auto attr = core.Attr(*target->file);
-  if (!attr) return fail(StatusOf(attr.error()));
-  if (attr->type == vfs::FileType::kDirectory) return fail(NFS3ERR_ISDIR);
+  if (auto attr = core.Attr(*target->file); !attr) return fail(StatusOf(attr.error()));
   // The link count and ctime of the file change too: its attributes chain like
   // those of any other modification.
   FileState::Modification file_change(*target->file);

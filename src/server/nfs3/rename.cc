@@ -88,7 +88,9 @@ RENAME3res Rename(Core& core, const RENAME3args& args, const Ctx& ctx) {
   if (auto done = fs.Rename(fdir.node(), fname, tdir.node(), tname); !done) {
     return fail(StatusOf(done.error()));
   }
-  if (replaced && !core.Attr(*replaced)) {
+  // Only the link count matters (see ForgetIfGone in remove.cc).
+  auto replaced_attr = replaced ? fs.GetAttr(replaced->node()) : Result<vfs::Attr>(Fail(ENOENT));
+  if (replaced && (!replaced_attr || replaced_attr->nlink == 0)) {
     core.open_files().Release(*replaced);
     core.files().Erase(replaced->key());
   }
