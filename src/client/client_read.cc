@@ -27,8 +27,7 @@ Result<void> ClientCore::PrepareRead(const InodePtr& ino) {
     lock.lock();
   }
   if (ino->validity() & kInvalidData) {
-    ino->data_gen.fetch_add(1);
-    ino->pages.InvalidateClean();
+    ino->pages.InvalidateClean();  // a new generation: READs in flight cannot fill
     ino->ClearInvalid(kInvalidData);
   }
   return {};
@@ -142,14 +141,13 @@ Result<void> ClientCore::Fetch(const InodePtr& ino, uint64_t offset, uint64_t le
     if (c.needed) ++wait->pending;
   }
   for (const Chunk& c : chunks) {
-    uint64_t gen = ino->data_gen.load();
-    uint64_t wseq = ino->write_seq.load();
+    FillTicket ticket{ino->pages.generation(), &ino->write_seq, ino->write_seq.load()};
     auto token = BeginCall(ino, Kind::kObserve);
     uint64_t c_offset = c.range.begin;
     auto c_count = static_cast<uint32_t>(c.range.end - c.range.begin);
     channel_->Call<READ3res>(
         nfsproc3::READ, READ3args{ino->fh(), c_offset, c_count},
-        [this, ino, c, gen, wseq, token, wait](Result<READ3res> r) {
+        [this, ino, c, ticket, token, wait](Result<READ3res> r) {
           int err = 0;
           if (!r) {
             err = r.error().code;
@@ -161,15 +159,12 @@ Result<void> ClientCore::Fetch(const InodePtr& ino, uint64_t offset, uint64_t le
             EndCall(ino, token, std::nullopt, r->resok.file_attributes);
             auto data = r->resok.data.bytes;
             channel_->AddReadBytes(data.size());
-            // Data read before our cache was dropped is stale; data read before one
-            // of our own writes may only fill pages that exist (the write's bytes in
-            // them are kept).
-            if (ino->data_gen.load() == gen) {
-              uint64_t begin = c.range.begin;
-              uint64_t file_size = r->resok.eof ? begin + data.size() : ino->Size();
-              ino->pages.Fill(begin, data, std::max(file_size, begin + data.size()),
-                              ino->write_seq.load() == wseq);
-            }
+            // Fill re-checks the ticket under the locks that invalidation takes:
+            // data read before our cache was dropped is stale, and data read before
+            // one of our own writes may only fill pages that exist.
+            uint64_t begin = c.range.begin;
+            uint64_t file_size = r->resok.eof ? begin + data.size() : ino->Size();
+            ino->pages.Fill(begin, data, std::max(file_size, begin + data.size()), ticket);
           }
           ino->reads_in_flight.Finish(c.range);
           if (!c.needed) return;

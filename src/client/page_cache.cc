@@ -119,7 +119,7 @@ int64_t PageSet::Write(uint64_t offset, std::span<const std::byte> data, uint64_
 }
 
 void PageSet::Fill(uint64_t offset, std::span<const std::byte> data, uint64_t file_size,
-                   bool create) {
+                   const FillTicket& ticket) {
   uint64_t end = offset + data.size();
   for (uint64_t pos = offset; pos < end; pos += kPageSize) {
     uint64_t index = pos / kPageSize;
@@ -128,6 +128,12 @@ void PageSet::Fill(uint64_t offset, std::span<const std::byte> data, uint64_t fi
     uint16_t good = static_cast<uint16_t>(n == kPageSize || end >= file_size ? kPageSize : n);
     Shard& s = ShardOf(index);
     std::unique_lock lock(s.mu);
+    // Checked under the shard's lock: InvalidateClean bumps the generation before
+    // it takes this lock, and a write bumps write_seq before it does. So either
+    // they come after us (and see the page), or we see their bump.
+    if (generation_.load(std::memory_order_acquire) != ticket.generation) return;
+    bool create = !ticket.write_seq ||
+                  ticket.write_seq->load(std::memory_order_acquire) == ticket.write_seq_seen;
     auto it = s.pages.find(index);
     if (it == s.pages.end()) {
       if (!create) continue;
@@ -186,6 +192,7 @@ uint64_t PageSet::MarkClean(uint64_t index, uint32_t version) {
 }
 
 void PageSet::InvalidateClean() {
+  NewGeneration();  // before the shard locks: see Fill
   Shards* all = shards();
   if (!all) return;
   for (auto& s : *all) {

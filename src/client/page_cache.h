@@ -54,6 +54,18 @@ struct Page {
   bool Covers(uint32_t b, uint32_t e) const { return valid_begin <= b && e <= valid_end; }
 };
 
+// What a READ saw when it was sent. Its data may enter the cache only while the
+// PageSet's generation is unchanged (nothing was invalidated since), and may
+// create pages only while *write_seq is unchanged (no local write since: the
+// write's bytes are newer than the READ's). Both are checked under the lock
+// that invalidation and writes take for the page, so nothing can land between
+// the check and the fill.
+struct FillTicket {
+  uint64_t generation = 0;
+  const std::atomic<uint64_t>* write_seq = nullptr;  // null: create freely
+  uint64_t write_seq_seen = 0;
+};
+
 class PageSet {
  public:
   explicit PageSet(CacheBudget* budget) : budget_(budget) {}
@@ -73,9 +85,16 @@ class PageSet {
   int64_t Write(uint64_t offset, std::span<const std::byte> data, uint64_t* newly_dirty);
 
   // Inserts data read from the server for [offset, offset+data.size()), page
-  // aligned at `offset`. Bytes already valid in a page are kept (they may be
-  // newer than the read). New pages are created only when `create` is true.
-  void Fill(uint64_t offset, std::span<const std::byte> data, uint64_t file_size, bool create);
+  // aligned at `offset`, as far as `ticket` allows. Bytes already valid in a page
+  // are kept (they may be newer than the read).
+  void Fill(uint64_t offset, std::span<const std::byte> data, uint64_t file_size,
+            const FillTicket& ticket);
+
+  // The generation READs record in their FillTicket.
+  uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
+  // READs sent before may no longer fill pages (the data changed on the server;
+  // the stale pages are dropped later, by InvalidateClean).
+  void NewGeneration() { generation_.fetch_add(1, std::memory_order_acq_rel); }
 
   // Dirty pages in index order, for write-back: calls `visit(index, page)` with the
   // shard locked; the visitor copies what it needs.
@@ -86,6 +105,8 @@ class PageSet {
   uint64_t MarkClean(uint64_t index, uint32_t version);
 
   // Drops clean pages (all, or those overlapping [offset, end)); dirty ones stay.
+  // InvalidateClean starts a new generation first, so no READ sent before it
+  // returns can put its data back.
   void InvalidateClean();
   void DropRange(uint64_t offset, uint64_t end);
   // Truncation: pages past `size` go, the tail of the page holding `size` is zeroed.
@@ -114,6 +135,7 @@ class PageSet {
 
   CacheBudget* budget_;
   std::atomic<Shards*> shards_{nullptr};
+  std::atomic<uint64_t> generation_{0};
 };
 
 }  // namespace nfsx::client
