@@ -16,6 +16,22 @@ namespace {
 // How far from the end of the previous read a read may start and still continue
 // a sequential stream.
 constexpr uint64_t kReadAheadSlack = 1 << 20;
+
+// The runs of whole pages of `r` that hold bytes of [r.begin, end) not cached.
+std::vector<ReadsInFlight::Range> MissingRuns(Inode& ino, ReadsInFlight::Range r, uint64_t end) {
+  std::vector<ReadsInFlight::Range> runs;
+  for (uint64_t b = r.begin; b < r.end; b += kPageSize) {
+    uint64_t e = std::min({b + kPageSize, r.end, end});
+    bool missing = e > b && ino.pages.FirstMissing(b, e) >= 0;
+    if (!missing) continue;
+    if (!runs.empty() && runs.back().end == b) {
+      runs.back().end = std::min(b + kPageSize, r.end);
+    } else {
+      runs.push_back({b, std::min(b + kPageSize, r.end)});
+    }
+  }
+  return runs;
+}
 }  // namespace
 
 Result<void> ClientCore::PrepareRead(const InodePtr& ino) {
@@ -105,12 +121,20 @@ Result<void> ClientCore::Fetch(const InodePtr& ino, uint64_t offset, uint64_t le
     for (const auto& r : ino->reads_in_flight.Claim(run_start * kPageSize, stop_page * kPageSize,
                                                     rsize_, &others_fetching)) {
       // A READ that ended between our look at the pages and the claim has filled
-      // them already (it fills before it finishes).
-      if (ino->pages.FirstMissing(r.begin, std::min(r.end, end)) < 0) {
-        ino->reads_in_flight.Finish(r);
+      // some of them already (it fills before it finishes): fetch only what is
+      // still missing, or a block is read twice. Once claimed, no other READ can
+      // fill these pages, so this second look is exact.
+      std::vector<ReadsInFlight::Range> missing = MissingRuns(*ino, r, end);
+      if (missing.size() == 1 && missing[0].begin == r.begin && missing[0].end == r.end) {
+        chunks.push_back({r, r.begin < need_end});
         continue;
       }
-      chunks.push_back({r, r.begin < need_end});
+      if (missing.empty()) {
+        ino->reads_in_flight.Finish(r);
+      } else {
+        ino->reads_in_flight.Narrow(r, missing);
+      }
+      for (const auto& m : missing) chunks.push_back({m, m.begin < need_end});
     }
     run_start = UINT64_MAX;
   };
