@@ -7,11 +7,17 @@
 #   clients  nfsx vs libnfs against the nfsx server; path: on an `nfsx mount` if it works
 #   limits   path: on the local filesystem (no NFS), raw loopback TCP round trips (ping)
 #
-# Usage: bench/compare.sh [--full | --quick] [--repeat N] [--out DIR] [--keep] [BUILD_DIR]
+# Usage: bench/compare.sh [--full | --quick | --randread] [--repeat N] [--baseline DIR] [--out DIR]
+#                         [--keep] [BUILD_DIR]
 #   (default)  short sizes, a few minutes on 2 cores
 #   --full     the issue's sizes: iozone 128 MiB files (seed 004), 12 x 1 GiB writers
 #              (seed 003), 10,000 appends (seed 001); tens of minutes, ~13 GiB of disk
 #   --quick    tiny sizes: checks that the script works, the figures mean little
+#   --randread only seed 002's case: 4 KiB random reads of one cached file, 1/2/4/8 threads,
+#              through the library, through the mount and on the local filesystem (path:);
+#              written to DATE-HOST-randread.md
+#   --baseline DIR  also run the client side (library and mount) of the nfsx built in DIR, for
+#              before/after figures in one run (systems base+nfsx and base-mount)
 #   --repeat N run every case N times, round after round, and report medians (noisy machines)
 #   --out DIR  where the results go (default bench/results): DATE-HOST.md and DATE-HOST.png
 #   --keep     keep the run directory (every JSON, logs, profiles)
@@ -27,14 +33,17 @@ OUT_DIR=$ROOT/bench/results
 KEEP=0
 REPEAT=1
 BUILD=$ROOT/build
+BASE_BUILD=
 while (($#)); do
 	case $1 in
 		--full) MODE=full ;;
 		--quick) MODE=quick ;;
+		--randread) MODE=randread ;;
+		--baseline) BASE_BUILD=$(cd "$2" && pwd); shift ;;
 		--out) OUT_DIR=$2; shift ;;
 		--keep) KEEP=1 ;;
 		--repeat) REPEAT=$2; shift ;;
-		-h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+		-h|--help) sed -n '2,29p' "$0"; exit 0 ;;
 		-*) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
 		*) BUILD=$(cd "$1" && pwd) ;;
 	esac
@@ -42,6 +51,11 @@ while (($#)); do
 done
 NFSX=$BUILD/apps/nfsx/nfsx
 [[ -x $NFSX ]] || { echo "compare.sh: no $NFSX: build first (make build)" >&2; exit 2; }
+BASE_NFSX=
+if [[ -n $BASE_BUILD ]]; then
+	BASE_NFSX=$BASE_BUILD/apps/nfsx/nfsx
+	[[ -x $BASE_NFSX ]] || { echo "compare.sh: no $BASE_NFSX" >&2; exit 2; }
+fi
 GANESHA_SH=$ROOT/tests/peers/ganesha.sh
 
 # Sizes per mode. Each case is `nfsx bench` arguments; the driver and URL are added per system.
@@ -52,6 +66,9 @@ case $MODE in
 	quick)
 		IOZ_SIZE=1m IOZ_RECORDS=4k,64k,1m BUF_RECORDS=4k,1m
 		TP="--threads 2 --size 4m" APPENDS=100 RR="--size 4m --seconds 0.5" PING_OPS=1000 ;;
+	randread)
+		IOZ_SIZE=- IOZ_RECORDS=- BUF_RECORDS=- TP=- APPENDS=- PING_OPS=-
+		RR="--size 64m --seconds 2" ;;
 	*)
 		IOZ_SIZE=16m IOZ_RECORDS=1k-16m BUF_RECORDS=4k,64k,1m
 		TP="--threads 12 --size 16m" APPENDS=1000 RR="--size 64m --seconds 2" PING_OPS=20000 ;;
@@ -61,12 +78,13 @@ declare -A CASES=(
 	[iozone]="iozone --size $IOZ_SIZE --record $BUF_RECORDS"
 	[throughput]="throughput $TP --record 256k --direct"
 	[append]="append --ops $APPENDS --record 256"
-	[randread]="randread $RR --threads 1,2,4"
+	[randread]="randread $RR --threads 1,2,4,8"
 	[randread-direct]="randread --direct $RR --threads 1,16"
 	[randwrite]="randwrite $RR --threads 1,16"
 	[ping]="ping --ops $PING_OPS --depth 16"
 )
 CASE_ORDER=(iozone-direct iozone throughput append randread randread-direct randwrite ping)
+[[ $MODE == randread ]] && CASE_ORDER=(randread)
 # Reduced sizes for the profiles of missed targets (under valgrind everything is ~50x slower).
 declare -A PROFILE_CASES=(
 	[iozone-direct]="iozone --direct --size 2m --record 4k,1m"
@@ -93,10 +111,12 @@ note() { echo "$*" >>"$NOTES"; echo "compare.sh: note: $*" >&2; }
 meta() { printf '%s\t%s\n' "$1" "$2" >>"$RUN/meta.tsv"; }
 START=$(date +%s)
 
-NFSX_PID= GANESHA_PID= MNT=
+NFSX_PID= GANESHA_PID= MNT= BASE_MNT=
 cleanup() {
 	set +e
-	[[ -n $MNT ]] && mountpoint -q "$MNT" && { fusermount3 -u "$MNT" || fusermount3 -uz "$MNT"; }
+	for m in "$MNT" "$BASE_MNT"; do
+		[[ -n $m ]] && mountpoint -q "$m" && { fusermount3 -u "$m" || fusermount3 -uz "$m"; }
+	done
 	[[ -n $NFSX_PID ]] && kill "$NFSX_PID" 2>/dev/null && wait "$NFSX_PID" 2>/dev/null
 	[[ -n $GANESHA_PID ]] && "$GANESHA_SH" stop "$GANESHA_PID"
 	if ((KEEP)); then echo "compare.sh: run directory kept: $RUN" >&2; else rm -rf "$RUN"; fi
@@ -130,7 +150,9 @@ NFSX_PID=$SERVE_PID
 URL_NFSX=$(url_of "$RUN/nfsx.ports" "$EXPORT")
 
 URL_GANESHA=
-if why=$("$GANESHA_SH" check 2>&1); then
+if [[ $MODE == randread ]]; then
+	: # the client's cache only: the server does not matter, Ganesha adds nothing
+elif why=$("$GANESHA_SH" check 2>&1); then
 	if started=$("$GANESHA_SH" start "$EXPORT" "$RUN/ganesha" 2>"$RUN/logs/ganesha.log"); then
 		read -r GANESHA_PID gport gmport <<<"$started"
 		URL_GANESHA="nfs://127.0.0.1/vfs?version=3&nfsport=$gport&mountport=$gmport"
@@ -142,7 +164,9 @@ else
 fi
 
 HAVE_LIBNFS=1
-if ! "$NFSX" bench ping --driver libnfs --ops 10 -q --url "$URL_NFSX" >/dev/null \
+if [[ $MODE == randread ]]; then
+	HAVE_LIBNFS=0 # libnfs has no cache: it would measure the server
+elif ! "$NFSX" bench ping --driver libnfs --ops 10 -q --url "$URL_NFSX" >/dev/null \
 	2>"$RUN/logs/libnfs.log"; then
 	HAVE_LIBNFS=0
 	note "libnfs driver unavailable ($(tail -1 "$RUN/logs/libnfs.log")): no libnfs columns"
@@ -162,12 +186,25 @@ if "$NFSX" mount --help 2>/dev/null | grep -qi mountpoint && command -v fusermou
 else
 	note "nfsx mount is not in this build (or no /dev/fuse or fusermount3): no nfsx-mount column"
 fi
+if [[ -n $BASE_NFSX && -n $MNT ]]; then
+	BASE_MNT=$RUN/base-mnt
+	mkdir -p "$BASE_MNT"
+	if ! timeout 60 "$BASE_NFSX" mount "$URL_NFSX" "$BASE_MNT" >"$RUN/logs/base-mount.log" 2>&1 ||
+		! mountpoint -q "$BASE_MNT"; then
+		note "the baseline's nfsx mount failed ($(tail -1 "$RUN/logs/base-mount.log")): no base-mount column"
+		BASE_MNT=
+	fi
+fi
 
-# system id, description, driver, url, cases
+# system id, description, driver, url, cases[, nfsx binary that runs the bench]
 SYSTEMS=()
-add_system() { SYSTEMS+=("$1|$3|$4|$5"); printf '%s\t%s\n' "$1" "$2" >>"$RUN/systems.tsv"; }
+add_system() {
+	SYSTEMS+=("$1|$3|$4|$5|${6:-$NFSX}")
+	printf '%s\t%s\n' "$1" "$2" >>"$RUN/systems.tsv"
+}
 ALL="${CASE_ORDER[*]}"
 PATHCASES="iozone-direct iozone throughput append randread randread-direct randwrite"
+[[ $MODE == randread ]] && PATHCASES=randread
 add_system nfsx+nfsx "nfsx server, nfsx client library (the subject)" nfsx "$URL_NFSX" "$ALL"
 [[ -n $URL_GANESHA ]] && add_system ganesha+nfsx \
 	"NFS-Ganesha 4.3 (FSAL_VFS, same directory), nfsx client" nfsx "$URL_GANESHA" "$ALL"
@@ -177,6 +214,15 @@ add_system nfsx+nfsx "nfsx server, nfsx client library (the subject)" nfsx "$URL
 	add_system ganesha+libnfs "NFS-Ganesha 4.3, libnfs 4.0 client" libnfs "$URL_GANESHA" "$ALL"
 [[ -n $MNT ]] && add_system nfsx-mount \
 	"POSIX calls on \`nfsx mount\` of the nfsx server (FUSE)" "path:$MNT" "" "$PATHCASES"
+BASE_REV=
+if [[ -n $BASE_NFSX ]]; then
+	BASE_REV=$(git -C "$BASE_BUILD" rev-parse --short HEAD 2>/dev/null || basename "$(dirname "$BASE_BUILD")")
+	add_system base+nfsx "baseline ($BASE_REV) nfsx client library, same nfsx server" nfsx \
+		"$URL_NFSX" "$ALL" "$BASE_NFSX"
+	[[ -n $BASE_MNT ]] && add_system base-mount \
+		"POSIX calls on the baseline's ($BASE_REV) \`nfsx mount\` of the same server" \
+		"path:$BASE_MNT" "" "$PATHCASES" "$BASE_NFSX"
+fi
 mkdir -p "$EXPORT/local"
 chmod 1777 "$EXPORT/local"
 add_system local "POSIX calls on the local filesystem (the export directory): no NFS" \
@@ -189,8 +235,10 @@ meta kernel "$(uname -sr)"
 meta load_before "$(cut -d' ' -f1-3 /proc/loadavg)"
 meta mode "$MODE"
 meta repeat "$REPEAT"
-meta command "bench/compare.sh$([[ $MODE != default ]] && echo " --$MODE")$( ((REPEAT > 1)) && echo " --repeat $REPEAT")"
-meta sizes "iozone ${IOZ_SIZE} files, records ${IOZ_RECORDS} (buffered: ${BUF_RECORDS}); throughput ${TP}; ${APPENDS} appends; random ${RR}; ${PING_OPS} pings"
+meta command "bench/compare.sh$([[ $MODE != default ]] && echo " --$MODE")$( ((REPEAT > 1)) && echo " --repeat $REPEAT")$([[ -n $BASE_REV ]] && echo " --baseline DIR")"
+[[ -n $BASE_REV ]] && meta baseline "$BASE_REV"
+[[ $MODE == randread ]] && meta sizes "random ${RR}" ||
+	meta sizes "iozone ${IOZ_SIZE} files, records ${IOZ_RECORDS} (buffered: ${BUF_RECORDS}); throughput ${TP}; ${APPENDS} appends; random ${RR}; ${PING_OPS} pings"
 meta plot "$DATE-$HOST.png"
 for c in "${CASE_ORDER[@]}"; do meta "cmd:$c" "${CASES[$c]}"; done
 
@@ -198,14 +246,14 @@ for c in "${CASE_ORDER[@]}"; do meta "cmd:$c" "${CASES[$c]}"; done
 for round in $(seq "$REPEAT"); do
 	suffix=$([[ $round == 1 ]] || echo "@$round")
 	for sys in "${SYSTEMS[@]}"; do
-		IFS='|' read -r id driver url cases <<<"$sys"
+		IFS='|' read -r id driver url cases bin <<<"$sys"
 		mkdir -p "$RUN/$id"
 		for c in $cases; do
 			echo "== round $round/$REPEAT, $id: nfsx bench ${CASES[$c]}" >&2
 			log=$RUN/logs/$id-$c$suffix.txt
 			args=(${CASES[$c]} --driver "$driver" --json "$RUN/$id/$c$suffix.json" --label "$id")
 			[[ -n $url ]] && args+=(--url "$url")
-			if ! "$NFSX" bench "${args[@]}" </dev/null >"$log" 2>&1; then
+			if ! "$bin" bench "${args[@]}" </dev/null >"$log" 2>&1; then
 				note "$id $c (round $round) failed: $(grep -m1 -E 'FAILED|nfsx bench:' "$log" || tail -1 "$log")"
 			fi
 		done
@@ -213,13 +261,17 @@ for round in $(seq "$REPEAT"); do
 done
 meta load_after "$(cut -d' ' -f1-3 /proc/loadavg)"
 
-OUT=$OUT_DIR/$DATE-$HOST.md
+OUT=$OUT_DIR/$DATE-$HOST$([[ $MODE == randread ]] && echo -randread).md
 PNG=$OUT_DIR/$DATE-$HOST.png
 meta seconds "$(($(date +%s) - START))"
 "$NFSX" bench report "$RUN" --out "$OUT" --plot-data "$RUN/latency" --missed "$RUN/missed.tsv"
 
 # The plot: microseconds per call by record size, one line per system (seed 004's table).
-if command -v gnuplot >/dev/null; then
+if [[ $MODE == randread ]]; then
+	# Only seed 002's case ran: the issue's targets (other cases) would all read "not measured".
+	awk '/^## Targets/ {skip = 1; next} /^## / {skip = 0} !skip' "$OUT" >"$OUT.tmp" && mv "$OUT.tmp" "$OUT"
+	sed -i '/^Missed targets are profiled/d' "$OUT"
+elif command -v gnuplot >/dev/null; then
 	gnuplot <<EOF 2>"$RUN/logs/gnuplot.log" || note "gnuplot failed: $(tail -1 "$RUN/logs/gnuplot.log")"
 set terminal png size 1200,500
 set termoption noenhanced
@@ -248,7 +300,7 @@ profile_tool() {
 		echo callgrind
 	fi
 }
-if [[ -s $RUN/missed.tsv ]]; then
+if [[ -s $RUN/missed.tsv && $MODE != randread ]]; then
 	TOOL=$(profile_tool)
 	{
 		echo "## Profiles of missed targets"

@@ -241,6 +241,10 @@ void ClientCore::EndCall(const InodePtr& ino, const ConsistencyTracker::Token& t
     std::lock_guard lock(ino->mu);
     nfstime3 before = ino->tracker.attr().ctime;
     v = ino->tracker.End(token, pre, post);
+    ino->PublishAttr();
+    // With the attributes that show the change, under the same lock: a reader
+    // that sees them (PrepareRead) also sees the cache marked stale.
+    if (v == ConsistencyTracker::Verdict::kForeignChange) ino->MarkDataStale();
     if (post) {
       bool changed = ino->tracker.attr().ctime != before;
       bool dir = ino->type() == NF3DIR;
@@ -260,8 +264,6 @@ void ClientCore::EndDirCall(const InodePtr& dir, const ConsistencyTracker::Token
 
 void ClientCore::InvalidateData(const InodePtr& ino) {
   log::Debug("client: file {} changed on the server: dropping its cached data", ino->fileid());
-  ino->SetInvalid(kInvalidData | kInvalidAccess);
-  ino->data_gen.fetch_add(1);
   channel_->AddInvalidation();
   if (on_invalidate_) on_invalidate_(ino);
 }

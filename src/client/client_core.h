@@ -120,6 +120,8 @@ class ClientCore {
                const nfs3::pre_op_attr& pre, const nfs3::post_op_attr& post);
   void EndDirCall(const InodePtr& dir, const ConsistencyTracker::Token& token,
                   const nfs3::wcc_data& wcc);
+  // After EndCall marked the data stale (Inode::MarkDataStale): counts it and tells
+  // on_invalidate_, outside the inode's lock.
   void InvalidateData(const InodePtr& ino);
   // The slow path of a read: revalidate attributes, drop stale pages.
   Result<void> PrepareRead(const InodePtr& ino);

@@ -16,6 +16,22 @@ namespace {
 // How far from the end of the previous read a read may start and still continue
 // a sequential stream.
 constexpr uint64_t kReadAheadSlack = 1 << 20;
+
+// The runs of whole pages of `r` that hold bytes of [r.begin, end) not cached.
+std::vector<ReadsInFlight::Range> MissingRuns(Inode& ino, ReadsInFlight::Range r, uint64_t end) {
+  std::vector<ReadsInFlight::Range> runs;
+  for (uint64_t b = r.begin; b < r.end; b += kPageSize) {
+    uint64_t e = std::min({b + kPageSize, r.end, end});
+    bool missing = e > b && ino.pages.FirstMissing(b, e) >= 0;
+    if (!missing) continue;
+    if (!runs.empty() && runs.back().end == b) {
+      runs.back().end = std::min(b + kPageSize, r.end);
+    } else {
+      runs.push_back({b, std::min(b + kPageSize, r.end)});
+    }
+  }
+  return runs;
+}
 }  // namespace
 
 Result<void> ClientCore::PrepareRead(const InodePtr& ino) {
@@ -27,8 +43,7 @@ Result<void> ClientCore::PrepareRead(const InodePtr& ino) {
     lock.lock();
   }
   if (ino->validity() & kInvalidData) {
-    ino->data_gen.fetch_add(1);
-    ino->pages.InvalidateClean();
+    ino->pages.InvalidateClean();  // a new generation: READs in flight cannot fill
     ino->ClearInvalid(kInvalidData);
   }
   return {};
@@ -106,12 +121,20 @@ Result<void> ClientCore::Fetch(const InodePtr& ino, uint64_t offset, uint64_t le
     for (const auto& r : ino->reads_in_flight.Claim(run_start * kPageSize, stop_page * kPageSize,
                                                     rsize_, &others_fetching)) {
       // A READ that ended between our look at the pages and the claim has filled
-      // them already (it fills before it finishes).
-      if (ino->pages.FirstMissing(r.begin, std::min(r.end, end)) < 0) {
-        ino->reads_in_flight.Finish(r);
+      // some of them already (it fills before it finishes): fetch only what is
+      // still missing, or a block is read twice. Once claimed, no other READ can
+      // fill these pages, so this second look is exact.
+      std::vector<ReadsInFlight::Range> missing = MissingRuns(*ino, r, end);
+      if (missing.size() == 1 && missing[0].begin == r.begin && missing[0].end == r.end) {
+        chunks.push_back({r, r.begin < need_end});
         continue;
       }
-      chunks.push_back({r, r.begin < need_end});
+      if (missing.empty()) {
+        ino->reads_in_flight.Finish(r);
+      } else {
+        ino->reads_in_flight.Narrow(r, missing);
+      }
+      for (const auto& m : missing) chunks.push_back({m, m.begin < need_end});
     }
     run_start = UINT64_MAX;
   };
@@ -142,14 +165,13 @@ Result<void> ClientCore::Fetch(const InodePtr& ino, uint64_t offset, uint64_t le
     if (c.needed) ++wait->pending;
   }
   for (const Chunk& c : chunks) {
-    uint64_t gen = ino->data_gen.load();
-    uint64_t wseq = ino->write_seq.load();
+    FillTicket ticket{ino->pages.generation(), &ino->write_seq, ino->write_seq.load()};
     auto token = BeginCall(ino, Kind::kObserve);
     uint64_t c_offset = c.range.begin;
     auto c_count = static_cast<uint32_t>(c.range.end - c.range.begin);
     channel_->Call<READ3res>(
         nfsproc3::READ, READ3args{ino->fh(), c_offset, c_count},
-        [this, ino, c, gen, wseq, token, wait](Result<READ3res> r) {
+        [this, ino, c, ticket, token, wait](Result<READ3res> r) {
           int err = 0;
           if (!r) {
             err = r.error().code;
@@ -161,15 +183,12 @@ Result<void> ClientCore::Fetch(const InodePtr& ino, uint64_t offset, uint64_t le
             EndCall(ino, token, std::nullopt, r->resok.file_attributes);
             auto data = r->resok.data.bytes;
             channel_->AddReadBytes(data.size());
-            // Data read before our cache was dropped is stale; data read before one
-            // of our own writes may only fill pages that exist (the write's bytes in
-            // them are kept).
-            if (ino->data_gen.load() == gen) {
-              uint64_t begin = c.range.begin;
-              uint64_t file_size = r->resok.eof ? begin + data.size() : ino->Size();
-              ino->pages.Fill(begin, data, std::max(file_size, begin + data.size()),
-                              ino->write_seq.load() == wseq);
-            }
+            // Fill re-checks the ticket under the locks that invalidation takes:
+            // data read before our cache was dropped is stale, and data read before
+            // one of our own writes may only fill pages that exist.
+            uint64_t begin = c.range.begin;
+            uint64_t file_size = r->resok.eof ? begin + data.size() : ino->Size();
+            ino->pages.Fill(begin, data, std::max(file_size, begin + data.size()), ticket);
           }
           ino->reads_in_flight.Finish(c.range);
           if (!c.needed) return;

@@ -12,7 +12,13 @@ int64_t SteadyNowNs() {
 
 Inode::Inode(const nfs3::nfs_fh3& fh, const nfs3::fattr3& attr, CacheBudget* budget)
     : pages(budget), fh_(fh), fileid_(attr.fileid), type_(attr.type) {
-  tracker.Reset(attr);
+  tracker.Reset(attr);  // no other thread can see us yet: mu is not needed
+  PublishAttr();
+}
+
+void Inode::PublishAttr() {
+  // Release: a reader that sees the new size also sees what was stored before it.
+  server_size_.store(tracker.attr().size, std::memory_order_release);
 }
 
 void Inode::RefreshTimer(bool changed, double min_s, double max_s, int64_t now_ns) {
@@ -27,14 +33,7 @@ void Inode::RefreshTimer(bool changed, double min_s, double max_s, int64_t now_n
                         std::memory_order_release);
 }
 
-uint64_t Inode::Size() {
-  uint64_t server;
-  {
-    std::lock_guard lock(mu);
-    server = tracker.attr().size;
-  }
-  return std::max(server, write_end_.load());
-}
+uint64_t Inode::Size() const { return std::max(ServerSize(), write_end_.load()); }
 
 void Inode::NoteWriteEnd(uint64_t end) {
   uint64_t prev = write_end_.load();

@@ -64,6 +64,13 @@ class Inode {
   void SetInvalid(uint32_t bits) { validity_.fetch_or(bits, std::memory_order_release); }
   // REQUIRES: mu held (only the slow path clears).
   void ClearInvalid(uint32_t bits) { validity_.fetch_and(~bits, std::memory_order_release); }
+  // Somebody else changed the file: cached data and ACCESS answers are stale, and
+  // READs in flight must not fill pages any more. REQUIRES: mu held, in the same
+  // critical section that stored the attributes showing the change.
+  void MarkDataStale() {
+    SetInvalid(kInvalidData | kInvalidAccess);
+    pages.NewGeneration();
+  }
   // Attributes are fresh until this steady-clock time (ns).
   bool AttrFresh(int64_t now_ns) const {
     return now_ns < attr_expiry_ns_.load(std::memory_order_acquire) && !(validity() & kInvalidAttr);
@@ -76,9 +83,15 @@ class Inode {
   void RefreshTimer(bool changed, double min_s, double max_s, int64_t now_ns);
   void ExpireAttr() { attr_expiry_ns_.store(0, std::memory_order_release); }
 
+  // Copies what lock-free readers need of tracker.attr() (the server's size)
+  // into atomics. Call after every change of the tracker's state. REQUIRES: mu held.
+  void PublishAttr();
+  // The server's size as the tracker last knew it. Lock-free: the read path calls
+  // this on every read, and many threads reading one file must not queue on mu.
+  uint64_t ServerSize() const { return server_size_.load(std::memory_order_acquire); }
   // Size as the application sees it: the server's, or further if we wrote
-  // beyond it and have not told the server yet.
-  uint64_t Size();
+  // beyond it and have not told the server yet. Lock-free.
+  uint64_t Size() const;
   void NoteWriteEnd(uint64_t end);
   void ResetWriteEnd(uint64_t to) { write_end_.store(to); }
 
@@ -88,9 +101,9 @@ class Inode {
   // ---- data ----
   PageSet pages;
   ReadsInFlight reads_in_flight;
-  // Bumped when cached data is dropped: a READ sent before must not fill pages.
-  std::atomic<uint64_t> data_gen{0};
-  // Bumped by every local write: a READ sent before may fill only existing pages.
+  // Bumped by every local write before it touches the pages: a READ sent before
+  // may fill only existing pages (see FillTicket). Invalidations bump
+  // pages.generation() instead.
   std::atomic<uint64_t> write_seq{0};
 
   // ---- write-back, under wb_mu ----
@@ -125,6 +138,8 @@ class Inode {
   nfs3::ftype3 type_;
   std::atomic<uint32_t> validity_{0};
   std::atomic<int64_t> attr_expiry_ns_{0};
+  // tracker.attr().size, stored under mu by PublishAttr, read without it.
+  std::atomic<uint64_t> server_size_{0};
   double attr_timeout_s_ = 0;  // GUARDED_BY(mu)
   std::atomic<uint64_t> write_end_{0};
 };

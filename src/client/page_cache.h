@@ -1,10 +1,23 @@
-// The client's page cache: per file, 4 KiB pages in sharded maps, with dirty
-// ranges for write-back; one global budget for all files.
+// The client's page cache: per file, 4 KiB pages in a lock-free radix index,
+// with dirty ranges for write-back; one global budget for all files.
 //
 // A page holds a valid byte range (data known to be what the server has, or
 // what we wrote) and, inside it, a dirty range (written here, not yet sent).
-// Reads copy out of valid ranges; writes extend both. Sharding by page index
-// keeps concurrent readers of one file from queueing on one lock (seed 002).
+// Reads copy out of valid ranges; writes extend both.
+//
+// Reading cached pages (ReadCached, FirstMissing) takes no lock of the file
+// (seed 002: many threads reading one file must not queue): a lookup in the
+// PageIndex with acquire loads, then the page's own reader lock for the copy.
+// Changes take, per page index, one of 16 stripe locks (which serialise
+// changes of the index and make a fill's check of its FillTicket atomic with
+// the fill), then the page's lock exclusively. Whole-file changes take all 16.
+//
+// Reclamation: a page unlinked while a reader copies from it must not be freed
+// under the reader. Pages are type-stable (PagePool, never freed): the unlinker
+// clears the slot, then takes the page's lock exclusively (waiting for readers
+// already in), clears its owner and frees its bytes; a reader that found the
+// page before the unlink takes the lock after it and sees the owner gone. Pages
+// cost ~100 bytes each beyond their data, kept by the pool for reuse.
 //
 // Thread-safe.
 #pragma once
@@ -18,9 +31,9 @@
 #include <mutex>
 #include <shared_mutex>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
+#include "client/page_index.h"
 #include "client/page_memory.h"
 
 namespace nfsx::client {
@@ -41,17 +54,38 @@ class CacheBudget {
   std::atomic<int64_t> used_{0};
 };
 
+// One cached page. Pages are type-stable: they come from a process-wide pool and
+// go back to it, never to the allocator, so a reader holding a pointer it found
+// in a PageIndex may always lock the page, then checks that it is still the
+// page it looked for (owner and index) before it touches the bytes.
 struct Page {
-  PageBytes data;                           // kPageSize bytes
+  // Shared by readers copying out, exclusive for any change below. Per page:
+  // writers and fills of other pages never touch it.
+  mutable std::shared_mutex mu;
+  const void* owner = nullptr;              // GUARDED_BY(mu): the PageSet, null while pooled
+  uint64_t index = 0;                       // GUARDED_BY(mu)
+  std::byte* bytes = nullptr;               // GUARDED_BY(mu): kPageSize bytes of PageMemory
   uint16_t valid_begin = 0, valid_end = 0;  // [begin, end) holds good data
   uint16_t dirty_begin = 0, dirty_end = 0;  // [begin, end) not yet written to the server
   uint32_t version = 0;                     // bumped by every write into the page
   // Used since the last eviction sweep. Readers set it under a shared lock, so
   // it is atomic; relaxed, since it is only a hint for eviction.
-  std::atomic<bool> referenced{false};
+  mutable std::atomic<bool> referenced{false};
 
   bool dirty() const { return dirty_end > dirty_begin; }
   bool Covers(uint32_t b, uint32_t e) const { return valid_begin <= b && e <= valid_end; }
+};
+
+// What a READ saw when it was sent. Its data may enter the cache only while the
+// PageSet's generation is unchanged (nothing was invalidated since), and may
+// create pages only while *write_seq is unchanged (no local write since: the
+// write's bytes are newer than the READ's). Both are checked under the lock
+// that invalidation and writes take for the page, so nothing can land between
+// the check and the fill.
+struct FillTicket {
+  uint64_t generation = 0;
+  const std::atomic<uint64_t>* write_seq = nullptr;  // null: create freely
+  uint64_t write_seq_seen = 0;
 };
 
 class PageSet {
@@ -73,12 +107,19 @@ class PageSet {
   int64_t Write(uint64_t offset, std::span<const std::byte> data, uint64_t* newly_dirty);
 
   // Inserts data read from the server for [offset, offset+data.size()), page
-  // aligned at `offset`. Bytes already valid in a page are kept (they may be
-  // newer than the read). New pages are created only when `create` is true.
-  void Fill(uint64_t offset, std::span<const std::byte> data, uint64_t file_size, bool create);
+  // aligned at `offset`, as far as `ticket` allows. Bytes already valid in a page
+  // are kept (they may be newer than the read).
+  void Fill(uint64_t offset, std::span<const std::byte> data, uint64_t file_size,
+            const FillTicket& ticket);
+
+  // The generation READs record in their FillTicket.
+  uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
+  // READs sent before may no longer fill pages (the data changed on the server;
+  // the stale pages are dropped later, by InvalidateClean).
+  void NewGeneration() { generation_.fetch_add(1, std::memory_order_acq_rel); }
 
   // Dirty pages in index order, for write-back: calls `visit(index, page)` with the
-  // shard locked; the visitor copies what it needs.
+  // page locked shared; the visitor copies what it needs.
   void ForEachDirty(const std::vector<uint64_t>& indexes,
                     const std::function<void(uint64_t, const Page&)>& visit) const;
   // Clears the dirty range of `index` if the page's version is still `version`.
@@ -86,6 +127,8 @@ class PageSet {
   uint64_t MarkClean(uint64_t index, uint32_t version);
 
   // Drops clean pages (all, or those overlapping [offset, end)); dirty ones stay.
+  // InvalidateClean starts a new generation first, so no READ sent before it
+  // returns can put its data back.
   void InvalidateClean();
   void DropRange(uint64_t offset, uint64_t end);
   // Truncation: pages past `size` go, the tail of the page holding `size` is zeroed.
@@ -93,27 +136,34 @@ class PageSet {
   // Evicts unreferenced clean pages until `target` bytes are freed; returns bytes freed.
   size_t Evict(size_t target);
 
-  size_t pages() const;
+  size_t pages() const { return count_.load(std::memory_order_relaxed); }
 
  private:
-  static constexpr size_t kShards = 16;
-  struct Shard {
-    mutable std::shared_mutex mu;
-    std::unordered_map<uint64_t, std::unique_ptr<Page>> pages;
+  static constexpr size_t kStripes = 16;
+  struct Index {
+    PageIndex pages;
+    std::array<std::mutex, kStripes> stripes;
   };
-  using Shards = std::array<Shard, kShards>;
-  // The shards exist only once the file has a page: most files a client knows of
-  // (directory listings) never do, and an empty set should cost a pointer.
-  Shards* shards() const { return shards_.load(std::memory_order_acquire); }
-  Shards& EnsureShards();
-  Shard& ShardOf(uint64_t index) { return EnsureShards()[index % kShards]; }
-  const Shard* FindShard(uint64_t index) const {
-    Shards* all = shards();
-    return all ? &(*all)[index % kShards] : nullptr;
-  }
+  // The index exists only once the file has a page: most files a client knows
+  // of (directory listings) never do, and an empty set should cost a pointer.
+  Index* index() const { return index_.load(std::memory_order_acquire); }
+  Index& EnsureIndex();
+  std::mutex& StripeOf(uint64_t index) { return EnsureIndex().stripes[index % kStripes]; }
+  void LockAll(Index& ix);
+  void UnlockAll(Index& ix);
+
+  // The page at `index`, locked shared and checked to be ours, or null.
+  const Page* LockShared(uint64_t index) const;
+  // REQUIRES: the stripe of `index`. The page at `index` locked exclusively (or
+  // null); with `create`, a new empty page is made if there is none.
+  Page* LockExclusive(uint64_t index, bool create);
+  // REQUIRES: the stripe of `index` and p->mu exclusively (released here).
+  void Unlink(uint64_t index, Page* p);
 
   CacheBudget* budget_;
-  std::atomic<Shards*> shards_{nullptr};
+  std::atomic<Index*> index_{nullptr};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<size_t> count_{0};
 };
 
 }  // namespace nfsx::client

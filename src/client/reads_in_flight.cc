@@ -39,6 +39,15 @@ void ReadsInFlight::Finish(Range piece) {
   done_.notify_all();
 }
 
+void ReadsInFlight::Narrow(Range piece, const std::vector<Range>& keep) {
+  {
+    std::lock_guard lock(mu_);
+    pieces_.erase(piece.begin);
+    for (const Range& r : keep) pieces_.emplace(r.begin, r.end);
+  }
+  done_.notify_all();  // waiters for the bytes given up
+}
+
 void ReadsInFlight::Wait(uint64_t begin, uint64_t end) {
   std::unique_lock lock(mu_);
   done_.wait(lock, [&] { return !OverlapsLocked(begin, end); });

@@ -30,6 +30,10 @@ class ReadsInFlight {
   std::vector<Range> Claim(uint64_t begin, uint64_t end, uint64_t max_piece, bool* others);
   // The READ of a claimed piece is done (its data is in the cache, or it failed).
   void Finish(Range piece);
+  // Gives up the parts of a claimed piece outside `keep` (disjoint, in order,
+  // inside the piece): each part kept is then a claimed piece of its own. For
+  // bytes that turned out to be cached already when the claim was made.
+  void Narrow(Range piece, const std::vector<Range>& keep);
   // Returns once no READ is fetching any byte of [begin, end).
   void Wait(uint64_t begin, uint64_t end);
 

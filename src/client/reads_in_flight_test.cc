@@ -25,6 +25,19 @@ TEST(ReadsInFlightTest, ClaimCutsFreeBytesIntoPieces) {
   EXPECT_EQ(Pairs(mine), (std::vector<std::pair<uint64_t, uint64_t>>{{0, 4}, {4, 8}, {8, 10}}));
 }
 
+TEST(ReadsInFlightTest, NarrowGivesUpTheBytesNotKept) {
+  ReadsInFlight f;
+  bool others = false;
+  auto mine = f.Claim(0, 20, 100, &others);
+  ASSERT_EQ(mine.size(), 1u);
+  f.Narrow(mine[0], {{0, 4}, {12, 16}});
+  // The bytes given up are free again; those kept are still being fetched.
+  others = false;
+  EXPECT_EQ(Pairs(f.Claim(0, 20, 100, &others)),
+            (std::vector<std::pair<uint64_t, uint64_t>>{{4, 12}, {16, 20}}));
+  EXPECT_TRUE(others);
+}
+
 TEST(ReadsInFlightTest, ClaimSkipsWhatOthersFetch) {
   ReadsInFlight f;
   bool others = false;

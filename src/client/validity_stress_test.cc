@@ -121,7 +121,7 @@ TEST(ValidityStressTest, FastPathReadersNeverSeeATornPage) {
       ino.pages.InvalidateClean();
       std::array<std::byte, 4096> page;
       page.fill(std::byte(round));
-      ino.pages.Fill(0, page, 4096, true);
+      ino.pages.Fill(0, page, 4096, {ino.pages.generation()});
       ino.ClearInvalid(kInvalidData);
     }
     // Let a reader in before invalidating again, so readers race every round.

@@ -140,12 +140,7 @@ void NfsFuse::Read(fuse_req_t req, size_t size, off_t off, fuse_file_info* fi) {
     // Pages past the server's end of file that hold only part of our dirty bytes
     // cannot be filled by a READ; ClientCore::Read would retry and then read
     // around its cache. Sending the dirty bytes first lets one READ fill them.
-    uint64_t server_size;
-    {
-      std::lock_guard lock(ino->mu);
-      server_size = ino->tracker.attr().size;
-    }
-    if (static_cast<uint64_t>(off) + size > server_size) (void)core_->Flush(ino, false);
+    if (static_cast<uint64_t>(off) + size > ino->ServerSize()) (void)core_->Flush(ino, false);
   }
   auto n = core_->Read(ino, static_cast<uint64_t>(off), out, direct, direct ? nullptr : &h->ra);
   if (!n) {
