@@ -32,9 +32,10 @@ class TcpTest : public ::testing::Test {
     });
     p.procs.emplace_back(
         "SLEEP",
-        [](CallContext&, xdr::XdrDecoder& a, xdr::XdrEncoder& r) {
+        [this](CallContext&, xdr::XdrDecoder& a, xdr::XdrEncoder& r) {
           uint32_t ms = 0;
           a(ms);
+          sleeps_started_.fetch_add(1);
           std::this_thread::sleep_for(std::chrono::milliseconds(ms));
           r(ms);
           return accept_stat::SUCCESS;
@@ -50,6 +51,16 @@ class TcpTest : public ::testing::Test {
     port_ = *port;
     server_->Start();
   }
+
+  // Waits (bounded) until a SLEEP call runs on the server.
+  bool WaitForASleeper() {
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (sleeps_started_.load() == 0 && std::chrono::steady_clock::now() < until) {
+      std::this_thread::yield();
+    }
+    return sleeps_started_.load() > 0;
+  }
+  std::atomic<int> sleeps_started_{0};
 
   std::unique_ptr<RpcClient> Client() {
     auto c = RpcClient::Connect("127.0.0.1", port_);
@@ -122,7 +133,8 @@ TEST_F(TcpTest, RepliesComeBackInCompletionOrder) {
       done.count_down();
     };
   };
-  client->Call(kProg, kVers, kSleep, {}, [](auto& e) { e(uint32_t{300}); }, record(1));
+  client->Call(
+      kProg, kVers, kSleep, {}, [](auto& e) { e(uint32_t{300}); }, record(1));
   client->Call(kProg, kVers, kNull, {}, nullptr, record(2));
   done.wait();
   EXPECT_EQ(order, (std::vector<uint32_t>{2, 1}));
@@ -179,12 +191,15 @@ TEST_F(TcpTest, ClientFailsCallsWhenServerGoesAwayWithoutReconnect) {
   ASSERT_TRUE(c.has_value());
   std::latch done(1);
   int err = 0;
-  (*c)->Call(kProg, kVers, kSleep, {}, [](auto& e) { e(uint32_t{2000}); },
-             [&](Result<RpcReply> r) {
-               err = r ? 0 : r.error().code;
-               done.count_down();
-             });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  (*c)->Call(
+      kProg, kVers, kSleep, {}, [](auto& e) { e(uint32_t{2000}); },
+      [&](Result<RpcReply> r) {
+        err = r ? 0 : r.error().code;
+        done.count_down();
+      });
+  // Only once the call runs does Stop() owe it an answer; under load it may not have
+  // arrived yet after any fixed delay.
+  ASSERT_TRUE(WaitForASleeper());
   server_->Stop();  // waits for the sleeping call and answers it
   done.wait();
   EXPECT_EQ(err, 0);
