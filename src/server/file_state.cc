@@ -105,22 +105,22 @@ std::optional<TimeOverlay::State> FileTable::TakeCarriedLocked(Shard& s, std::st
   return times;
 }
 
-size_t FileTable::carried() const {
+template <class Count>
+size_t FileTable::Sum(Count count) const {
   size_t n = 0;
   for (auto& s : shards_) {
     std::lock_guard lock(const_cast<std::mutex&>(s.mu));
-    n += s.carried.size();
+    n += count(s);
   }
   return n;
 }
 
+size_t FileTable::carried() const {
+  return Sum([](const Shard& s) { return s.carried.size(); });
+}
+
 size_t FileTable::size() const {
-  size_t n = 0;
-  for (auto& s : shards_) {
-    std::lock_guard lock(const_cast<std::mutex&>(s.mu));
-    n += s.map.size();
-  }
-  return n;
+  return Sum([](const Shard& s) { return s.map.size(); });
 }
 
 }  // namespace nfsx::server

@@ -126,6 +126,9 @@ class FileTable {
   void EvictLocked(Shard& shard);
   void CarryLocked(Shard& shard, const FileState& state, const TimeOverlay::State& times);
   std::optional<TimeOverlay::State> TakeCarriedLocked(Shard& shard, std::string_view key);
+  // Adds up count(shard) over the shards, each under its lock.
+  template <class Count>
+  size_t Sum(Count count) const;
 
   size_t per_shard_capacity_;
   std::array<Shard, kShards> shards_;
