@@ -261,7 +261,9 @@ for round in $(seq "$REPEAT"); do
 done
 meta load_after "$(cut -d' ' -f1-3 /proc/loadavg)"
 
-OUT=$OUT_DIR/$DATE-$HOST$([[ $MODE == randread ]] && echo -randread).md
+SUFFIX=
+[[ $MODE == randread ]] && SUFFIX=-randread
+OUT=$OUT_DIR/$DATE-$HOST$SUFFIX.md
 PNG=$OUT_DIR/$DATE-$HOST.png
 meta seconds "$(($(date +%s) - START))"
 "$NFSX" bench report "$RUN" --out "$OUT" --plot-data "$RUN/latency" --missed "$RUN/missed.tsv"
