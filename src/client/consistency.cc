@@ -8,9 +8,7 @@ using nfs3::fattr3;
 using nfs3::nfstime3;
 
 void ConsistencyTracker::Reset(const fattr3& attr) {
-  attr_ = attr;
-  top_states_.clear();
-  top_states_overflow_ = false;
+  Adopt(attr);
   blind_ = false;
   Rebase();
 }
@@ -18,16 +16,24 @@ void ConsistencyTracker::Reset(const fattr3& attr) {
 void ConsistencyTracker::Rebase() {
   floor_ = attr_ ? attr_->ctime : nfstime3{};
   runs_.clear();
-  runs_.emplace(floor_, Run{floor_, attr_ ? Data{attr_->mtime, attr_->size} : Data{}});
+  runs_.emplace(floor_, Run{floor_, attr_ ? DataOf(*attr_) : Data{}});
+  ForgetWaiting();
+}
+
+void ConsistencyTracker::ForgetWaiting() {
   waiting_by_needs_.clear();
   waiting_by_state_.clear();
 }
 
+void ConsistencyTracker::Adopt(const fattr3& attr) {
+  attr_ = attr;
+  top_states_.clear();
+  top_states_overflow_ = false;
+}
+
 void ConsistencyTracker::ApplyMonotonic(const fattr3& attr, bool ours, bool continues) {
   if (!attr_ || attr.ctime > attr_->ctime) {
-    attr_ = attr;
-    top_states_.clear();
-    top_states_overflow_ = false;
+    Adopt(attr);
   } else if (attr.ctime == attr_->ctime) {
     // One ctime, several states (a coarse clock): ours that follows the known state
     // is newer; otherwise keep the one that looks latest.
@@ -39,7 +45,7 @@ void ConsistencyTracker::ApplyMonotonic(const fattr3& attr, bool ours, bool cont
   }
   if (ours && !OursAtTopCtime(attr)) {
     if (top_states_.size() < kMaxTopStates) {
-      top_states_.emplace_back(attr.mtime, attr.size);
+      top_states_.push_back(DataOf(attr));
     } else {
       top_states_overflow_ = true;
     }
@@ -47,8 +53,7 @@ void ConsistencyTracker::ApplyMonotonic(const fattr3& attr, bool ours, bool cont
 }
 
 bool ConsistencyTracker::OursAtTopCtime(const fattr3& attr) const {
-  return std::find(top_states_.begin(), top_states_.end(), std::pair(attr.mtime, attr.size)) !=
-         top_states_.end();
+  return std::find(top_states_.begin(), top_states_.end(), DataOf(attr)) != top_states_.end();
 }
 
 ConsistencyTracker::Token ConsistencyTracker::Begin(Kind kind) {
@@ -100,8 +105,7 @@ ConsistencyTracker::Verdict ConsistencyTracker::End(const Token& t, const nfs3::
 void ConsistencyTracker::GoBlind() {
   blind_ = true;
   ++blindings_;
-  waiting_by_needs_.clear();
-  waiting_by_state_.clear();
+  ForgetWaiting();
 }
 
 void ConsistencyTracker::SeeAgain(const fattr3& state) {
@@ -114,7 +118,7 @@ void ConsistencyTracker::SeeAgain(const fattr3& state) {
 
 void ConsistencyTracker::AddEdge(const nfs3::pre_op_attr& pre, const fattr3& post_attr) {
   const nfstime3 post = post_attr.ctime;
-  const Data post_data{post_attr.mtime, post_attr.size};
+  const Data post_data = DataOf(post_attr);
   if (post < floor_) return;  // a reply from before the known state: nothing to learn
   auto extend = [&](Run& run) {
     if (post >= run.last) run = Run{post, post_data};
@@ -164,14 +168,13 @@ ConsistencyTracker::Verdict ConsistencyTracker::Observe(const fattr3& attr, bool
   // with nothing of ours in flight, one our modifications did not produce is not ours.
   if (quiet_since_sent && attr_ && attr.ctime == attr_->ctime && !top_states_overflow_ &&
       (attr.size != attr_->size || attr.mtime != attr_->mtime) && !OursAtTopCtime(attr)) {
-    attr_ = attr;
-    top_states_.clear();
+    Adopt(attr);
     ++foreign_changes_;
     Rebase();
     return Verdict::kForeignChange;
   }
   ApplyMonotonic(attr, false);
-  if (!Explained(attr.ctime)) Await(attr.ctime, Data{attr.mtime, attr.size});
+  if (!Explained(attr.ctime)) Await(attr.ctime, DataOf(attr));
   return Verdict::kConsistent;
 }
 

@@ -105,6 +105,10 @@ class ConsistencyTracker {
     uint64_t size = 0;
     bool operator==(const Data&) const = default;
   };
+  static Data DataOf(const nfs3::fattr3& attr) { return {attr.mtime, attr.size}; }
+  // attr_ becomes `attr`, a state with a new ctime: nothing is known of its tick yet.
+  void Adopt(const nfs3::fattr3& attr);
+  void ForgetWaiting();
   struct Run {
     nfs3::nfstime3 last;  // ctime of its last state
     Data data;            // of its last state
@@ -159,7 +163,7 @@ class ConsistencyTracker {
   // (mtime, size) our modifications produced at the known ctime, so that a quiet
   // reply showing another one is known for somebody else's.
   static constexpr size_t kMaxTopStates = 64;
-  std::vector<std::pair<nfs3::nfstime3, uint64_t>> top_states_;
+  std::vector<Data> top_states_;
   bool top_states_overflow_ = false;
   uint64_t foreign_changes_ = 0;
 };

@@ -455,6 +455,21 @@ void Fuzz(uint32_t seed, bool lose_posts, int* foreign, int* backwards, bool* fi
   std::vector<FuzzCall> sent, done;
   *foreign = 0;
   *backwards = 0;
+  auto execute = [&](FuzzCall c) {  // the server runs the call
+    c.pre = server;
+    if (c.modify && !c.commit) ++server;
+    c.post = server;
+    done.push_back(c);
+  };
+  auto answer = [&](const FuzzCall& c) {  // its reply reaches the tracker
+    uint32_t before = t.attr().ctime.nseconds;
+    nfs3::post_op_attr post;
+    if (!c.lose_post) post = State(c.post, c.post);
+    Verdict v = c.modify ? t.End(c.token, Wcc(State(c.pre, c.pre)), post)
+                         : t.End(c.token, std::nullopt, post);
+    if (v == Verdict::kForeignChange) ++*foreign;
+    if (t.attr().ctime.nseconds < before) ++*backwards;
+  };
   for (int step = 0; step < 400; ++step) {
     uint32_t r = rng() % 10;
     if (r < 3 && sent.size() < 12) {
@@ -468,42 +483,19 @@ void Fuzz(uint32_t seed, bool lose_posts, int* foreign, int* backwards, bool* fi
       sent.push_back(c);
     } else if (r < 6 && !sent.empty()) {  // the server executes one
       size_t i = rng() % sent.size();
-      FuzzCall c = sent[i];
+      execute(sent[i]);
       sent.erase(sent.begin() + static_cast<long>(i));
-      c.pre = server;
-      if (c.modify && !c.commit) ++server;
-      c.post = server;
-      done.push_back(c);
     } else if (!done.empty()) {  // a reply arrives
       size_t i = rng() % done.size();
       FuzzCall c = done[i];
       done.erase(done.begin() + static_cast<long>(i));
-      uint32_t before = t.attr().ctime.nseconds;
-      nfs3::post_op_attr post;
-      if (!c.lose_post) post = State(c.post, c.post);
-      Verdict v = c.modify ? t.End(c.token, Wcc(State(c.pre, c.pre)), post)
-                           : t.End(c.token, std::nullopt, post);
-      if (v == Verdict::kForeignChange) ++*foreign;
-      if (t.attr().ctime.nseconds < before) ++*backwards;
+      answer(c);
     }
   }
   // Drain: execute and answer everything, then a quiet GETATTR.
-  for (auto& c : sent) {
-    c.pre = server;
-    if (c.modify && !c.commit) ++server;
-    c.post = server;
-    done.push_back(c);
-  }
+  for (auto& c : sent) execute(c);
   std::shuffle(done.begin(), done.end(), rng);
-  for (auto& c : done) {
-    uint32_t before = t.attr().ctime.nseconds;
-    nfs3::post_op_attr post;
-    if (!c.lose_post) post = State(c.post, c.post);
-    Verdict v = c.modify ? t.End(c.token, Wcc(State(c.pre, c.pre)), post)
-                         : t.End(c.token, std::nullopt, post);
-    if (v == Verdict::kForeignChange) ++*foreign;
-    if (t.attr().ctime.nseconds < before) ++*backwards;
-  }
+  for (auto& c : done) answer(c);
   auto g = t.Begin(Kind::kObserve);
   if (t.End(g, std::nullopt, State(server, server)) == Verdict::kForeignChange) ++*foreign;
   *final_ok = t.attr().ctime.nseconds == server && t.attr().size == server && t.in_flight() == 0 &&
