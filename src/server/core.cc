@@ -84,11 +84,21 @@ std::expected<Resolved, nfsstat3> Core::Resolve(const nfs_fh3& fh, const rpc::Ca
   return Resolved{std::move(file), *caller};
 }
 
-Result<vfs::Attr> Core::AttrLocked(FileState& file, uint8_t changes) {
+namespace {
+
+// The backend's attributes of a file that still exists: ESTALE once it was
+// removed (kept alive only by our reference).
+Result<vfs::Attr> StatLive(FileState& file) {
   auto attr = file.exp().fs->GetAttr(file.node());
-  if (!attr) return attr;
-  if (attr->nlink == 0) return Fail(ESTALE);  // removed; kept alive only by our reference
-  file.times().Present(*attr, changes);
+  if (attr && attr->nlink == 0) return Fail(ESTALE);
+  return attr;
+}
+
+}  // namespace
+
+Result<vfs::Attr> Core::AttrLocked(FileState& file, uint8_t changes) {
+  auto attr = StatLive(file);
+  if (attr) file.times().Present(*attr, changes);
   return attr;
 }
 
@@ -106,18 +116,16 @@ Result<vfs::Attr> Core::Attr(FileState& file, bool* settled) {
       std::this_thread::yield();
       continue;
     }
-    auto attr = file.exp().fs->GetAttr(file.node());
+    auto attr = StatLive(file);
     if (!attr) return attr;
-    if (attr->nlink == 0) return Fail(ESTALE);
     if (file.times().PresentObservation(*attr, seq) == TimeOverlay::Outcome::kShown) return attr;
   }
   if (FileState::ThisThreadModifies()) {
     // Waiting for this file's modification while we hold another file's could
     // deadlock (a RENAME holding this one may wait for ours). Report what the file
     // looks like, with the latest times clients were shown, and say so.
-    auto attr = file.exp().fs->GetAttr(file.node());
+    auto attr = StatLive(file);
     if (!attr) return attr;
-    if (attr->nlink == 0) return Fail(ESTALE);
     file.times().PresentUnsettled(*attr);
     if (settled) *settled = false;
     return attr;
@@ -161,6 +169,14 @@ post_op_attr Core::PostOpAttrLocked(FileState& file, uint8_t changes) {
 pre_op_attr Core::PreOpAttr(const Result<vfs::Attr>& attr) {
   if (!attr) return std::nullopt;
   return ToWccAttr(*attr);
+}
+
+void Core::ForgetIfGone(const FileStatePtr& file) {
+  if (!file) return;
+  auto attr = file->exp().fs->GetAttr(file->node());
+  if (attr && attr->nlink > 0) return;  // other names remain
+  open_files_.Release(*file);
+  files_.Erase(file->key());
 }
 
 Result<void> Core::SyncMetadata(const FileStatePtr& file) {

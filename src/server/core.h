@@ -82,6 +82,13 @@ class Core {
   nfs3::post_op_attr PostOpAttrLocked(FileState& file, uint8_t changes = TimeOverlay::kNone);
   static nfs3::pre_op_attr PreOpAttr(const Result<vfs::Attr>& attr);
 
+  // After REMOVE, RMDIR or a RENAME over it: if the file has no name left, closes
+  // our descriptors (its space is freed now, not when the open-file cache gets
+  // round to it) and forgets its state. Null does nothing. Asks the backend for
+  // the link count directly: Core::Attr may not wait for the file while the
+  // caller holds its directory.
+  void ForgetIfGone(const FileStatePtr& file);
+
   // Makes a completed metadata change durable (the `sync` export option, as
   // knfsd's commit_metadata): fsync of a directory or of a regular file.
   Result<void> SyncMetadata(const FileStatePtr& file);

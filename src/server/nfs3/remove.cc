@@ -4,18 +4,6 @@
 namespace nfsx::server::nfs3proc {
 namespace {
 
-// Forgets a file that no longer exists, and closes our descriptors so that its
-// space is freed now rather than when the open-file cache gets round to it.
-void ForgetIfGone(Core& core, const FileStatePtr& victim) {
-  if (!victim) return;
-  // Only the link count matters: asked of the backend directly, not through
-  // Core::Attr, which may wait for the file while we hold its directory.
-  auto attr = victim->exp().fs->GetAttr(victim->node());
-  if (attr && attr->nlink > 0) return;  // other names remain
-  core.open_files().Release(*victim);
-  core.files().Erase(victim->key());
-}
-
 REMOVE3res Unlink(Core& core, const REMOVE3args& args, const Ctx& ctx, bool rmdir) {
   REMOVE3res res;
   const std::string& name = args.object.name.value;
@@ -37,7 +25,7 @@ REMOVE3res Unlink(Core& core, const REMOVE3args& args, const Ctx& ctx, bool rmdi
   FileStatePtr victim = core.Intern(op.exp(), std::move(*node));
   auto done = rmdir ? op.fs().Rmdir(op.dir().node(), name) : op.fs().Remove(op.dir().node(), name);
   if (!done) return fail(StatusOf(done.error()));
-  ForgetIfGone(core, victim);
+  core.ForgetIfGone(victim);
   if (nfsstat3 st = op.Sync(); st != NFS3_OK) return fail(st, true);
   res.resok.wcc = op.Wcc(true);
   return res;

@@ -88,12 +88,7 @@ RENAME3res Rename(Core& core, const RENAME3args& args, const Ctx& ctx) {
   if (auto done = fs.Rename(fdir.node(), fname, tdir.node(), tname); !done) {
     return fail(StatusOf(done.error()));
   }
-  // Only the link count matters (see ForgetIfGone in remove.cc).
-  auto replaced_attr = replaced ? fs.GetAttr(replaced->node()) : Result<vfs::Attr>(Fail(ENOENT));
-  if (replaced && (!replaced_attr || replaced_attr->nlink == 0)) {
-    core.open_files().Release(*replaced);
-    core.files().Erase(replaced->key());
-  }
+  core.ForgetIfGone(replaced);
   if (caller.options->sync) {
     auto s1 = core.SyncMetadata(from->file);
     auto s2 = &fdir == &tdir ? s1 : core.SyncMetadata(to->file);
