@@ -60,8 +60,10 @@ class FakeServer {
         for (auto& msg : respond_(xid)) {
           std::byte mark[4];
           xdr::StoreBe32(mark, rpc::kLastFragment | static_cast<uint32_t>(msg.size()));
-          if (write(conn_, mark, 4) != 4) return;
-          if (!msg.empty() && write(conn_, msg.data(), msg.size()) < 0) return;
+          // MSG_NOSIGNAL: a client that drops the connection mid-reply (the
+          // oversized-record test) must not kill the test with SIGPIPE.
+          if (send(conn_, mark, 4, MSG_NOSIGNAL) != 4) return;
+          if (!msg.empty() && send(conn_, msg.data(), msg.size(), MSG_NOSIGNAL) < 0) return;
         }
       }
     }
