@@ -132,13 +132,14 @@ Result<std::unique_ptr<ClientCore>> ClientCore::Mount(const NfsUrl& url, std::st
   };
   core->rsize_ = pick(o.rsize, info->resok.rtpref, info->resok.rtmax);
   core->wsize_ = pick(o.wsize, info->resok.wtpref, info->resok.wtmax);
+  int64_t sent_ns = SteadyNowNs();
   auto attr = core->channel_->CallSync<GETATTR3res>(nfsproc3::GETATTR, GETATTR3args{*root});
   if (!attr || attr->status != NFS3_OK) {
     int err = !attr ? attr.error().code : ErrnoFromNfsStat(attr->status);
     if (error) *error = fmt::format("GETATTR of the export root: {}", ErrorString(Error{err}));
     return Fail(err);
   }
-  core->root_ = core->Intern(*root, attr->resok.obj_attributes);
+  core->root_ = core->Intern(*root, attr->resok.obj_attributes, sent_ns);
   for (int i = 0; i < 2; ++i)
     core->bg_threads_.emplace_back([c = core.get()] { c->BackgroundLoop(); });
   return core;
@@ -161,7 +162,7 @@ void ClientCore::Shutdown() {
   if (channel_) channel_->Shutdown();  // null when Mount failed before connecting
 }
 
-InodePtr ClientCore::Intern(const nfs_fh3& fh, const fattr3& attr) {
+InodePtr ClientCore::Intern(const nfs_fh3& fh, const fattr3& attr, int64_t sent_ns) {
   std::string key(reinterpret_cast<const char*>(fh.data.data()), fh.size);
   InodePtr ino;
   bool fresh = false;
@@ -179,12 +180,12 @@ InodePtr ClientCore::Intern(const nfs_fh3& fh, const fattr3& attr) {
     std::lock_guard lock(ino->mu);
     double lo = attr.type == NF3DIR ? options_.acdirmin : options_.acregmin;
     double hi = attr.type == NF3DIR ? options_.acdirmax : options_.acregmax;
-    ino->RefreshTimer(true, lo, hi, SteadyNowNs());
+    ino->RefreshTimer(true, lo, hi, sent_ns);
   } else {
     // Attributes from a LOOKUP or READDIRPLUS: an observation like any other,
     // judged by its ctime against what we know (the call was sent before we knew
     // which file it would name, so nothing was noted then).
-    EndCall(ino, ConsistencyTracker::Late(), std::nullopt, attr);
+    EndCall(ino, ConsistencyTracker::Late(sent_ns), std::nullopt, attr);
   }
   return ino;
 }
@@ -231,7 +232,9 @@ Stat ClientCore::ToStat(const fattr3& f) {
 ConsistencyTracker::Token ClientCore::BeginCall(const InodePtr& ino,
                                                 ConsistencyTracker::Kind kind) {
   std::lock_guard lock(ino->mu);
-  return ino->tracker.Begin(kind);
+  auto token = ino->tracker.Begin(kind);
+  token.sent_ns = SteadyNowNs();
+  return token;
 }
 
 void ClientCore::EndCall(const InodePtr& ino, const ConsistencyTracker::Token& token,
@@ -249,7 +252,7 @@ void ClientCore::EndCall(const InodePtr& ino, const ConsistencyTracker::Token& t
       bool changed = ino->tracker.attr().ctime != before;
       bool dir = ino->type() == NF3DIR;
       ino->RefreshTimer(changed, dir ? options_.acdirmin : options_.acregmin,
-                        dir ? options_.acdirmax : options_.acregmax, SteadyNowNs());
+                        dir ? options_.acdirmax : options_.acregmax, token.sent_ns);
       ino->ClearInvalid(kInvalidAttr);
       if (changed) ino->access.clear();
     }

@@ -107,8 +107,9 @@ class ClientCore {
   // Flushes and commits every file with unwritten or uncommitted data.
   Result<void> SyncAll();
 
-  // The inode for a handle and its attributes (the inode table).
-  InodePtr Intern(const nfs3::nfs_fh3& fh, const nfs3::fattr3& attr);
+  // The inode for a handle and its attributes (the inode table), from a reply
+  // to a call sent at `sent_ns` (steady clock).
+  InodePtr Intern(const nfs3::nfs_fh3& fh, const nfs3::fattr3& attr, int64_t sent_ns);
   static Stat ToStat(const nfs3::fattr3& f);
 
  private:

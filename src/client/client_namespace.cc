@@ -34,14 +34,16 @@ Result<InodePtr> ClientCore::Lookup(const InodePtr& dir, const std::string& name
     if (!a || a->status != NFS3_OK) return Fail(!a ? a.error().code : StatusErrno(a->status));
     attr = a->resok.obj_attributes;
   }
-  return Intern(r->resok.object, attr);
+  return Intern(r->resok.object, attr, token.sent_ns);
 }
 
 // The common tail of CREATE, MKDIR, SYMLINK and MKNOD.
 static Result<InodePtr> FinishCreate(ClientCore& core, const InodePtr& dir, const std::string& name,
-                                     const CREATE3res& r) {
+                                     const CREATE3res& r, int64_t sent_ns) {
   if (r.status != NFS3_OK) return Fail(StatusErrno(r.status));
-  if (r.resok.obj && r.resok.obj_attributes) return core.Intern(*r.resok.obj, *r.resok.obj_attributes);
+  if (r.resok.obj && r.resok.obj_attributes) {
+    return core.Intern(*r.resok.obj, *r.resok.obj_attributes, sent_ns);
+  }
   return core.Lookup(dir, name);  // the server left out handle or attributes
 }
 
@@ -59,7 +61,7 @@ Result<InodePtr> ClientCore::Create(const InodePtr& dir, const std::string& name
     return std::unexpected(r.error());
   }
   EndDirCall(dir, token, r->status == NFS3_OK ? r->resok.dir_wcc : r->resfail.wcc);
-  auto ino = FinishCreate(*this, dir, name, *r);
+  auto ino = FinishCreate(*this, dir, name, *r, token.sent_ns);
   if (ino && truncate) {
     // An existing file was truncated by the server: our pages of it are stale.
     (*ino)->pages.Truncate(0);
@@ -79,7 +81,7 @@ Result<InodePtr> ClientCore::Mkdir(const InodePtr& dir, const std::string& name,
     return std::unexpected(r.error());
   }
   EndDirCall(dir, token, r->status == NFS3_OK ? r->resok.dir_wcc : r->resfail.wcc);
-  return FinishCreate(*this, dir, name, *r);
+  return FinishCreate(*this, dir, name, *r, token.sent_ns);
 }
 
 Result<InodePtr> ClientCore::Symlink(const InodePtr& dir, const std::string& name,
@@ -95,7 +97,7 @@ Result<InodePtr> ClientCore::Symlink(const InodePtr& dir, const std::string& nam
     return std::unexpected(r.error());
   }
   EndDirCall(dir, token, r->status == NFS3_OK ? r->resok.dir_wcc : r->resfail.wcc);
-  return FinishCreate(*this, dir, name, *r);
+  return FinishCreate(*this, dir, name, *r, token.sent_ns);
 }
 
 Result<InodePtr> ClientCore::Mknod(const InodePtr& dir, const std::string& name, FileType type,
@@ -112,7 +114,7 @@ Result<InodePtr> ClientCore::Mknod(const InodePtr& dir, const std::string& name,
     return std::unexpected(r.error());
   }
   EndDirCall(dir, token, r->status == NFS3_OK ? r->resok.dir_wcc : r->resfail.wcc);
-  return FinishCreate(*this, dir, name, *r);
+  return FinishCreate(*this, dir, name, *r, token.sent_ns);
 }
 
 Result<void> ClientCore::Remove(const InodePtr& dir, const std::string& name) {
@@ -221,7 +223,7 @@ Result<std::vector<DirEntry>> ClientCore::ReadDir(const InodePtr& dir) {
       d.fileid = e.fileid;
       if (e.name_attributes) d.attr = ToStat(*e.name_attributes);
       if (e.name_handle && e.name_attributes && d.name != "." && d.name != "..") {
-        InodePtr child = Intern(*e.name_handle, *e.name_attributes);
+        InodePtr child = Intern(*e.name_handle, *e.name_attributes, token.sent_ns);
         if (child->type() == NF3REG && d.attr) d.attr->size = child->Size();
       }
       cookie = e.cookie;

@@ -65,6 +65,9 @@ class ConsistencyTracker {
     uint64_t seq = 0;    // kModify: its number; kObserve: the next modification's at Begin
     bool quiet = false;  // kObserve: nothing of ours was in flight at Begin
     uint64_t blindings = UINT64_MAX;  // how many times the tracker had gone blind at Begin
+    // Steady-clock ns when the call was sent; 0 if unknown. Not the tracker's: the
+    // inode's attribute timer starts here (the reply shows the file as of then).
+    int64_t sent_ns = 0;
   };
 
   // Sets the known state (from an authoritative reply, e.g. the first GETATTR).
@@ -76,7 +79,7 @@ class ConsistencyTracker {
   Token Begin(Kind kind);
   // For attributes that arrived without a Begin() before their call was sent
   // (a LOOKUP's or READDIRPLUS's entries for files not known then).
-  static Token Late() { return Token{}; }
+  static Token Late(int64_t sent_ns) { return Token{.sent_ns = sent_ns}; }
   // A reply to a kModify call (wcc_data; either side may be absent), or to a
   // kObserve call (`pre` absent, `post` = its attributes, if any). Also call it
   // with both absent when the call failed without attributes.

@@ -190,7 +190,7 @@ TEST_F(TrackerTest, LateLookupAfterAWindowNeitherInvalidatesNorMovesSizeBack) {
   // state; its attributes reach the tracker without a Begin() at sending.
   auto w = t_.Begin(Kind::kModify);
   EXPECT_EQ(Modify(w, State(0, 0), State(10, 1)), Verdict::kConsistent);
-  EXPECT_EQ(t_.End(ConsistencyTracker::Late(), std::nullopt, State(0, 0)), Verdict::kConsistent);
+  EXPECT_EQ(t_.End(ConsistencyTracker::Late(0), std::nullopt, State(0, 0)), Verdict::kConsistent);
   EXPECT_EQ(t_.attr().size, 10u);
   EXPECT_EQ(t_.foreign_changes(), 0u);
 }
@@ -387,7 +387,7 @@ TEST_F(TrackerTest, RebaselineFromAStaleLateEntrySelfInvalidates) {
   auto w2 = t_.Begin(Kind::kModify);
   EXPECT_EQ(Modify(w2, State(1, 1), State(2, 2)), Verdict::kConsistent);
   // A listing served before W2 executed, answered now.
-  EXPECT_EQ(t_.End(ConsistencyTracker::Late(), std::nullopt, State(1, 1)), Verdict::kConsistent);
+  EXPECT_EQ(t_.End(ConsistencyTracker::Late(0), std::nullopt, State(1, 1)), Verdict::kConsistent);
   EXPECT_EQ(t_.attr().size, 2u) << "cached size went backwards";
   auto g2 = t_.Begin(Kind::kObserve);
   EXPECT_EQ(t_.End(g2, std::nullopt, State(2, 2)), Verdict::kConsistent);
@@ -479,7 +479,7 @@ void Fuzz(uint32_t seed, bool lose_posts, int* foreign, int* backwards, bool* fi
       c.late = !c.modify && rng() % 3 == 0;
       c.lose_post = lose_posts && c.modify && rng() % 40 == 0;
       c.token =
-          c.late ? ConsistencyTracker::Late() : t.Begin(c.modify ? Kind::kModify : Kind::kObserve);
+          c.late ? ConsistencyTracker::Late(0) : t.Begin(c.modify ? Kind::kModify : Kind::kObserve);
       sent.push_back(c);
     } else if (r < 6 && !sent.empty()) {  // the server executes one
       size_t i = rng() % sent.size();

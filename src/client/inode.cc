@@ -21,7 +21,7 @@ void Inode::PublishAttr() {
   server_size_.store(tracker.attr().size, std::memory_order_release);
 }
 
-void Inode::RefreshTimer(bool changed, double min_s, double max_s, int64_t now_ns) {
+void Inode::RefreshTimer(bool changed, double min_s, double max_s, int64_t sent_ns) {
   // As the Linux client: the timeout starts at the minimum and doubles while the
   // attributes keep coming back unchanged, up to the maximum.
   if (changed || attr_timeout_s_ < min_s) {
@@ -29,8 +29,18 @@ void Inode::RefreshTimer(bool changed, double min_s, double max_s, int64_t now_n
   } else {
     attr_timeout_s_ = std::min(max_s, std::max(min_s, attr_timeout_s_ * 2));
   }
-  attr_expiry_ns_.store(now_ns + static_cast<int64_t>(attr_timeout_s_ * 1e9),
-                        std::memory_order_release);
+  if (sent_ns <= expired_at_ns_.load(std::memory_order_acquire)) return;
+  int64_t expiry = sent_ns + static_cast<int64_t>(attr_timeout_s_ * 1e9);
+  // A reply to an older call arriving after a newer one's does not shorten the
+  // newer one's lease, unless it showed a change (then the shorter one is right).
+  int64_t old = attr_expiry_ns_.load(std::memory_order_relaxed);
+  if (!changed && old > expiry) return;
+  attr_expiry_ns_.store(expiry, std::memory_order_release);
+}
+
+void Inode::ExpireAttr() {
+  expired_at_ns_.store(SteadyNowNs(), std::memory_order_release);
+  attr_expiry_ns_.store(0, std::memory_order_release);
 }
 
 uint64_t Inode::Size() const { return std::max(ServerSize(), write_end_.load()); }

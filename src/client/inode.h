@@ -79,9 +79,15 @@ class Inode {
   // ---- attributes, under mu ----
   std::mutex mu;
   ConsistencyTracker tracker;  // GUARDED_BY(mu)
-  // Starts the attribute cache timer after attributes arrived. REQUIRES: mu held.
-  void RefreshTimer(bool changed, double min_s, double max_s, int64_t now_ns);
-  void ExpireAttr() { attr_expiry_ns_.store(0, std::memory_order_release); }
+  // Starts the attribute cache timer after attributes arrived in the reply to a
+  // call sent at `sent_ns`. The timer runs from the sending, not the arrival (as
+  // Linux's read_cache_jiffies): the reply shows the file as it was at some time
+  // after the sending, and with noac a read that began before a slow reply
+  // arrived must not take that reply as fresh. REQUIRES: mu held.
+  void RefreshTimer(bool changed, double min_s, double max_s, int64_t sent_ns);
+  // Attributes are stale now; replies to calls sent before this cannot make them
+  // fresh again (they may predate whatever made them stale).
+  void ExpireAttr();
 
   // Copies what lock-free readers need of tracker.attr() (the server's size)
   // into atomics. Call after every change of the tracker's state. REQUIRES: mu held.
@@ -138,6 +144,7 @@ class Inode {
   nfs3::ftype3 type_;
   std::atomic<uint32_t> validity_{0};
   std::atomic<int64_t> attr_expiry_ns_{0};
+  std::atomic<int64_t> expired_at_ns_{0};  // the last ExpireAttr
   // tracker.attr().size, stored under mu by PublishAttr, read without it.
   std::atomic<uint64_t> server_size_{0};
   double attr_timeout_s_ = 0;  // GUARDED_BY(mu)

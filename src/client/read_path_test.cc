@@ -8,9 +8,11 @@
 #include <cstring>
 #include <future>
 #include <random>
+#include <regex>
 #include <thread>
 
 #include "client/client_core.h"
+#include "client/testing/holding_proxy.h"
 #include "client/testing/test_servers.h"
 #include "client/url.h"
 
@@ -165,6 +167,54 @@ TEST(ReadPathTest, InvalidationsRacingReadRepliesNeverLeaveStalePages) {
                              << reads.load() << " reads";
   EXPECT_EQ(torn.load(), 0);
   EXPECT_GT((*client)->stats().invalidations, kVersions / 4) << "the race was not exercised";
+}
+
+// A GETATTR reply that arrives long after its call was sent shows the file as
+// it was then: the attribute cache counts from the sending (as Linux's does).
+// Here the reply is held for longer than the timeout while another process
+// rewrites the file, so a read right after it arrives must revalidate and see
+// the new data. Before, the timer ran from the arrival and the read returned the
+// old cached page, already older than acregmax.
+TEST(ReadPathTest, AttributesAgeFromTheirCallsSendingNotTheReplysArrival) {
+  NfsxServer server;
+  std::string why;
+  ASSERT_TRUE(server.Start(&why)) << why;
+  std::string path = server.dir() + "/aging.bin";
+  std::string old_data = Pattern(kPage, 1), new_data = Pattern(2 * kPage, 2);
+  WriteDiskFile(path, old_data);
+  std::smatch m;
+  std::string url = server.Url("");
+  ASSERT_TRUE(std::regex_search(url, m, std::regex("nfsport=([0-9]+)")));
+  HoldingProxy proxy(static_cast<uint16_t>(std::stoi(m[1])));
+  ClientOptions o;
+  o.acregmin = o.acregmax = 1;
+  std::string error, rest;
+  auto parsed = ParseNfsUrl(std::regex_replace(url, std::regex("nfsport=[0-9]+"),
+                                               "nfsport=" + std::to_string(proxy.port())),
+                            o, &error);
+  ASSERT_TRUE(parsed.has_value()) << error;
+  auto core = ClientCore::Mount(*parsed, &rest, &error);
+  ASSERT_TRUE(core.has_value()) << error;
+  auto ino = (*core)->Lookup((*core)->root(), "aging.bin");
+  ASSERT_TRUE(ino.has_value());
+  std::string page(kPage, '\0');
+  auto n = (*core)->Read(*ino, 0, std::as_writable_bytes(std::span(page)), false, nullptr);
+  ASSERT_TRUE(n.has_value());
+  ASSERT_EQ(page, old_data);
+
+  proxy.HoldGetattrReplies();
+  std::thread poll([&] { EXPECT_TRUE((*core)->GetAttr(*ino, true).has_value()); });
+  proxy.WaitGetattrRepliesHeld(1);  // the server answered: the reply shows the old file
+  auto answered = std::chrono::steady_clock::now();
+  WriteDiskFile(path, new_data);
+  // Time itself is what is tested: the reply must be older than acregmax when it
+  // lands. Nothing to synchronise with.
+  std::this_thread::sleep_until(answered + std::chrono::milliseconds(1500));
+  proxy.Release();
+  poll.join();
+  n = (*core)->Read(*ino, 0, std::as_writable_bytes(std::span(page)), false, nullptr);
+  ASSERT_TRUE(n.has_value());
+  EXPECT_EQ(page, new_data.substr(0, kPage)) << "a read trusted attributes older than acregmax";
 }
 
 }  // namespace

@@ -13,6 +13,7 @@ Result<std::vector<DirItem>> ListDirectory(client::ClientCore& core, const clien
   cookieverf3 verf{};
   for (int restarts = 0;;) {
     READDIRPLUS3args a{dir->fh(), cookie, verf, 64 * 1024, 256 * 1024};
+    int64_t sent_ns = client::SteadyNowNs();
     auto r = core.channel().CallSync<READDIRPLUS3res>(nfsproc3::READDIRPLUS, a);
     if (!r) return std::unexpected(r.error());
     if (r->status == NFS3ERR_BAD_COOKIE && restarts++ < 3) {
@@ -34,7 +35,7 @@ Result<std::vector<DirItem>> ListDirectory(client::ClientCore& core, const clien
       if (e.name_attributes) {
         item.type = static_cast<FileType>(e.name_attributes->type);
         item.type_known = true;
-        if (e.name_handle) item.ino = core.Intern(*e.name_handle, *e.name_attributes);
+        if (e.name_handle) item.ino = core.Intern(*e.name_handle, *e.name_attributes, sent_ns);
       }
       out.push_back(std::move(item));
     }

@@ -1,6 +1,8 @@
 // HoldingProxy: a TCP proxy in front of an NFS server that can keep chosen READ
 // replies from ever reaching the client, so that a test knows those calls are
-// still in flight (the client's own in_flight() counts them) without timing.
+// still in flight (the client's own in_flight() counts them) without timing,
+// and can hold GETATTR replies back until the test lets them go (a slow reply
+// whose attributes are old by the time they arrive).
 #pragma once
 
 #include <arpa/inet.h>
@@ -12,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -46,6 +49,7 @@ class HoldingProxy {
         shutdown(c->server, SHUT_RDWR);
       }
     }
+    Release();
     shutdown(listen_, SHUT_RDWR);
     accept_thread_.join();
     for (auto& c : conns_) {
@@ -65,11 +69,33 @@ class HoldingProxy {
   // Replies dropped so far.
   uint64_t held() const { return held_.load(); }
 
+  // While on, a GETATTR reply stops its connection's replies until Release().
+  void HoldGetattrReplies() {
+    std::lock_guard lock(gate_mu_);
+    gate_closed_ = true;
+  }
+  void Release() {
+    {
+      std::lock_guard lock(gate_mu_);
+      gate_closed_ = false;
+    }
+    gate_cv_.notify_all();
+  }
+  // Blocks until `n` GETATTR replies have reached the proxy while held.
+  void WaitGetattrRepliesHeld(uint64_t n) {
+    std::unique_lock lock(gate_mu_);
+    gate_cv_.wait(lock, [&] { return getattrs_held_ >= n; });
+  }
+
  private:
+  struct Call {
+    nfs3::nfsproc3 proc;
+    uint64_t read_offset = 0;
+  };
   struct Conn {
     int client = -1, server = -1;
     std::mutex mu;
-    std::unordered_map<uint32_t, uint64_t> read_offsets;  // GUARDED_BY(mu): xid -> offset
+    std::unordered_map<uint32_t, Call> calls;  // GUARDED_BY(mu): READs and GETATTRs by xid
     std::thread to_server, to_client;
   };
 
@@ -124,7 +150,7 @@ class HoldingProxy {
         if (rec.size() < 4) continue;
         uint32_t xid = xdr::LoadBe32(rec.data());
         if (calls) {
-          NoteRead(c, xid, rec);
+          NoteCall(c, xid, rec);
         } else if (Hold(c, xid)) {
           continue;
         }
@@ -159,13 +185,17 @@ class HoldingProxy {
   }
 
   // RFC 5531 call header, then READ3args (RFC 1813 §3.3.6): file handle, offset.
-  static void NoteRead(Conn* c, uint32_t xid, std::span<const std::byte> rec) {
+  static void NoteCall(Conn* c, uint32_t xid, std::span<const std::byte> rec) {
     size_t at = 24;
     auto u32 = [&](size_t pos) { return pos + 4 <= rec.size() ? xdr::LoadBe32(&rec[pos]) : 0; };
-    if (rec.size() < at || u32(12) != nfs3::NFS_PROGRAM ||
-        u32(20) != static_cast<uint32_t>(nfs3::nfsproc3::READ)) {
+    if (rec.size() < at || u32(12) != nfs3::NFS_PROGRAM) return;
+    auto proc = static_cast<nfs3::nfsproc3>(u32(20));
+    if (proc == nfs3::nfsproc3::GETATTR) {
+      std::lock_guard lock(c->mu);
+      c->calls[xid] = {proc};
       return;
     }
+    if (proc != nfs3::nfsproc3::READ) return;
     for (int auth = 0; auth < 2; ++auth) {  // credential, verifier
       uint32_t len = u32(at + 4);
       at += 8 + len + xdr::Pad4(len);
@@ -175,15 +205,29 @@ class HoldingProxy {
     if (at + 8 > rec.size()) return;
     uint64_t offset = (uint64_t{u32(at)} << 32) | u32(at + 4);
     std::lock_guard lock(c->mu);
-    c->read_offsets[xid] = offset;
+    c->calls[xid] = {proc, offset};
   }
 
+  // Whether to drop the reply `xid`; waits first if it is a GETATTR's and the gate is closed.
   bool Hold(Conn* c, uint32_t xid) {
-    std::lock_guard lock(c->mu);
-    auto it = c->read_offsets.find(xid);
-    if (it == c->read_offsets.end()) return false;
-    bool hold = it->second >= hold_from_.load();
-    c->read_offsets.erase(it);
+    Call call;
+    {
+      std::lock_guard lock(c->mu);
+      auto it = c->calls.find(xid);
+      if (it == c->calls.end()) return false;
+      call = it->second;
+      c->calls.erase(it);
+    }
+    if (call.proc == nfs3::nfsproc3::GETATTR) {
+      std::unique_lock lock(gate_mu_);
+      if (gate_closed_) {
+        ++getattrs_held_;
+        gate_cv_.notify_all();
+        gate_cv_.wait(lock, [&] { return !gate_closed_; });
+      }
+      return false;
+    }
+    bool hold = call.read_offset >= hold_from_.load();
     if (hold) held_.fetch_add(1);
     return hold;
   }
@@ -193,6 +237,10 @@ class HoldingProxy {
   uint16_t port_ = 0;
   std::atomic<uint64_t> hold_from_{UINT64_MAX};
   std::atomic<uint64_t> held_{0};
+  std::mutex gate_mu_;
+  std::condition_variable gate_cv_;
+  bool gate_closed_ = false;    // GUARDED_BY(gate_mu_)
+  uint64_t getattrs_held_ = 0;  // GUARDED_BY(gate_mu_)
   std::mutex mu_;
   bool stop_ = false;                         // GUARDED_BY(mu_)
   std::vector<std::unique_ptr<Conn>> conns_;  // GUARDED_BY(mu_) until the accept thread ends

@@ -1,0 +1,73 @@
+// The attribute cache timer of an Inode: how long attributes from a reply count
+// as fresh, and what a reply may not do to them.
+#include "client/inode.h"
+
+#include <gtest/gtest.h>
+
+namespace nfsx::client {
+namespace {
+
+constexpr int64_t kSecond = 1'000'000'000;
+
+class InodeTimerTest : public ::testing::Test {
+ protected:
+  static nfs3::fattr3 Attr() {
+    nfs3::fattr3 a{};
+    a.type = nfs3::NF3REG;
+    a.fileid = 7;
+    return a;
+  }
+  CacheBudget budget_{1 << 20};
+  Inode ino_{nfs3::nfs_fh3{}, Attr(), &budget_};
+};
+
+// The reply shows the file as it was some time after its call was sent, so the
+// timeout runs from the sending: a reply that took longer than the timeout to
+// arrive is stale on arrival. Before, the timer ran from the arrival, and with
+// noac a GETATTR reply landing just after a read began let that read skip its
+// revalidation (ReadPathTest.InvalidationsRacing... saw old pages).
+TEST_F(InodeTimerTest, AttributesAreFreshForTheTimeoutCountedFromTheSending) {
+  int64_t now = SteadyNowNs();
+  ino_.RefreshTimer(false, 1, 1, now - 2 * kSecond);
+  EXPECT_FALSE(ino_.AttrFresh(now));
+  ino_.RefreshTimer(false, 1, 1, now);
+  EXPECT_TRUE(ino_.AttrFresh(now + kSecond / 2));
+  EXPECT_FALSE(ino_.AttrFresh(now + kSecond));
+}
+
+// With noac (timeout 0) attributes are fresh only for reads that began before
+// their call was sent.
+TEST_F(InodeTimerTest, WithNoTimeoutOnlyEarlierReadsCountAttributesAsFresh) {
+  int64_t sent = SteadyNowNs();
+  ino_.RefreshTimer(false, 0, 0, sent);
+  EXPECT_TRUE(ino_.AttrFresh(sent - 1));
+  EXPECT_FALSE(ino_.AttrFresh(sent));
+}
+
+TEST_F(InodeTimerTest, AnOlderCallsReplyDoesNotShortenANewerOnesLease) {
+  int64_t now = SteadyNowNs();
+  ino_.RefreshTimer(false, 10, 10, now);
+  ino_.RefreshTimer(false, 10, 10, now - 9 * kSecond);  // arrived late
+  EXPECT_TRUE(ino_.AttrFresh(now + 5 * kSecond));
+  // Unless it showed a change: then the file is moving, and the shorter lease is right.
+  ino_.RefreshTimer(true, 1, 10, now - kSecond / 2);
+  EXPECT_FALSE(ino_.AttrFresh(now + kSecond));
+}
+
+// ExpireAttr (a rename or remove made the attributes stale): a reply to a call
+// sent before it may predate the change and must not make them fresh again.
+TEST_F(InodeTimerTest, RepliesToCallsSentBeforeAnExpiryCannotRefreshIt) {
+  int64_t sent = SteadyNowNs();
+  ino_.RefreshTimer(false, 10, 10, sent);
+  ASSERT_TRUE(ino_.AttrFresh(sent + kSecond));
+  ino_.ExpireAttr();
+  EXPECT_FALSE(ino_.AttrFresh(sent + kSecond));
+  ino_.RefreshTimer(false, 10, 10, sent);  // the reply to a call sent before
+  EXPECT_FALSE(ino_.AttrFresh(sent + kSecond));
+  int64_t later = SteadyNowNs() + 1;  // a call sent after the expiry
+  ino_.RefreshTimer(false, 10, 10, later);
+  EXPECT_TRUE(ino_.AttrFresh(later + kSecond));
+}
+
+}  // namespace
+}  // namespace nfsx::client
