@@ -149,7 +149,7 @@ Result<void> ClientCore::SendDirty(const InodePtr& ino, stable_how stable) {
         pieces.emplace_back();
       }
       auto& buf = *runs.back().second;
-      buf.insert(buf.end(), p.bytes + p.dirty_begin, p.bytes + p.dirty_end);
+      buf.insert(buf.end(), p.data() + p.dirty_begin, p.data() + p.dirty_end);
       pieces.back().push_back({index, p.version});
       run_end = p.dirty_end == kPageSize ? e : UINT64_MAX;  // a run continues only at a page edge
     });

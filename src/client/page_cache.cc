@@ -6,6 +6,71 @@ namespace nfsx::client {
 
 namespace {
 
+uint64_t LoadWord(const std::byte* page, size_t word) {
+  // atomic_ref<const T> is C++26; the memory is writable, only this access is not.
+  auto* w = const_cast<uint64_t*>(reinterpret_cast<const uint64_t*>(page) + word);
+  return std::atomic_ref<uint64_t>(*w).load(std::memory_order_acquire);
+}
+
+void StoreWord(std::byte* page, size_t word, uint64_t v) {
+  std::atomic_ref<uint64_t>(*(reinterpret_cast<uint64_t*>(page) + word))
+      .store(v, std::memory_order_release);
+}
+
+// Writes [at, at+n) of a page from `src` (zeros if null) in whole aligned words,
+// merging the partial first and last ones: every access to page bytes is one
+// 8-byte atomic on an aligned word, so no two accesses of different sizes overlap.
+void StoreBytes(std::byte* page, size_t at, const std::byte* src, size_t n) {
+  size_t pos = at, end = at + n;
+  while (pos < end) {
+    size_t word = pos / 8, lo = pos % 8, take = std::min<size_t>(8 - lo, end - pos);
+    uint64_t v = 0;
+    if (take < 8) v = LoadWord(page, word);  // only the writer changes it: no lost update
+    auto* vb = reinterpret_cast<std::byte*>(&v);
+    if (src) {
+      std::memcpy(vb + lo, src + (pos - at), take);
+    } else {
+      std::memset(vb + lo, 0, take);
+    }
+    StoreWord(page, word, v);
+    pos += take;
+  }
+}
+
+// REQUIRES: p.mu held exclusively. Makes the sequence number odd until EndChange,
+// so that lock-free readers overlapping the change retry.
+//
+// The seqlock without fences (GCC's TSan has none): every store of a change is a
+// release store, so a reader whose acquire load sees any of them also sees the
+// odd number before it; the reader's loads are acquire loads, so its second look
+// at the number cannot move before them. On x86 both are plain moves.
+void StartChange(Page& p) {
+  p.seq.store(p.seq.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+// The exclusive hold of a page for a change: its lock, and StartChange.
+void BeginChange(Page& p) {
+  p.mu.lock();
+  StartChange(p);
+}
+
+void EndChange(Page& p) {
+  p.seq.store(p.seq.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  p.mu.unlock();
+}
+
+// Ends the change of a page locked by LockExclusive when it goes out of scope.
+class PageChange {
+ public:
+  explicit PageChange(Page& p) : p_(p) {}
+  ~PageChange() { EndChange(p_); }
+  PageChange(const PageChange&) = delete;
+  PageChange& operator=(const PageChange&) = delete;
+
+ private:
+  Page& p_;
+};
+
 // Where Page objects live: never freed, so a reader may lock any page it found
 // in an index, however stale (see page_cache.h). Only inserts and removals come
 // here, never reads.
@@ -38,17 +103,35 @@ class PagePool {
 
 }  // namespace
 
+void LoadPageBytes(const std::byte* page, size_t at, size_t n, std::byte* dst) {
+  size_t pos = at, end = at + n;
+  while (pos < end) {
+    size_t word = pos / 8, lo = pos % 8, take = std::min<size_t>(8 - lo, end - pos);
+    uint64_t v = LoadWord(page, word);
+    std::memcpy(dst + (pos - at), reinterpret_cast<const std::byte*>(&v) + lo, take);
+    pos += take;
+  }
+}
+
+void Page::Store(size_t at, const std::byte* src, size_t n) {
+  StoreBytes(bytes.load(std::memory_order_relaxed), at, src, n);
+}
+
+void Page::Zero(size_t at, size_t n) {
+  StoreBytes(bytes.load(std::memory_order_relaxed), at, nullptr, n);
+}
+
 PageSet::~PageSet() {
   Index* ix = index();
   if (!ix) return;
   // Nobody else can reach us any more: no locks needed, but taking the page
   // locks keeps the pages' state changes ordered for the next owner.
   ix->pages.ForEach([](uint64_t, Page* p) {
-    std::unique_lock lock(p->mu);
-    PageMemory::Instance().Free(p->bytes);
-    p->bytes = nullptr;
-    p->owner = nullptr;
-    lock.unlock();
+    BeginChange(*p);
+    PageMemory::Instance().Free(p->bytes.load(std::memory_order_acquire));
+    p->bytes.store(nullptr, std::memory_order_release);
+    p->owner.store(nullptr, std::memory_order_release);
+    EndChange(*p);
     PagePool::Instance().Put(p);
   });
   budget_->Add(-static_cast<int64_t>(count_.load() * kPageSize));
@@ -81,26 +164,60 @@ const Page* PageSet::LockShared(uint64_t index) const {
     Page* p = ix->pages.Find(index);
     if (!p) return nullptr;
     p->mu.lock_shared();
-    if (p->owner == this && p->index == index) return p;
+    if (p->owner.load(std::memory_order_acquire) == this &&
+        p->index.load(std::memory_order_acquire) == index) {
+      return p;
+    }
     p->mu.unlock_shared();
   }
   return nullptr;
+}
+
+template <typename Look>
+bool PageSet::Peek(uint64_t index, Look&& look) const {
+  Index* ix = this->index();
+  if (!ix) return false;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    const Page* p = ix->pages.Find(index);
+    if (!p) return false;
+    uint32_t before = p->seq.load(std::memory_order_acquire);
+    if (before & 1) continue;  // a change is under way
+    // Loaded once: an unlink may clear it any time, and `look` must copy from
+    // memory that is some page's (see PageMemory), never from null.
+    const std::byte* bytes = p->bytes.load(std::memory_order_acquire);
+    bool ours = p->owner.load(std::memory_order_acquire) == this &&
+                p->index.load(std::memory_order_acquire) == index && bytes != nullptr;
+    if (ours) look(*p, bytes);
+    // After the acquire loads above (see StartChange): if the number did not move,
+    // no change overlapped them.
+    if (p->seq.load(std::memory_order_relaxed) != before) continue;
+    if (ours) return true;
+    // Unlinked from our slot (and perhaps reused) since we found it: look again.
+  }
+  // Writers keep changing the page: wait for them instead of spinning.
+  const Page* p = LockShared(index);
+  if (!p) return false;
+  look(*p, p->data());
+  p->mu.unlock_shared();
+  return true;
 }
 
 Page* PageSet::LockExclusive(uint64_t index, bool create) {
   Index& ix = EnsureIndex();
   // The stripe lock is held: the slot cannot change, and a page in it is ours.
   if (Page* p = ix.pages.Find(index)) {
-    p->mu.lock();
+    BeginChange(*p);
     return p;
   }
   if (!create) return nullptr;
   Page* p = PagePool::Instance().Get();
-  p->mu.lock();
-  p->owner = this;
-  p->index = index;
-  p->bytes = PageMemory::Instance().Allocate();
-  p->valid_begin = p->valid_end = p->dirty_begin = p->dirty_end = 0;
+  BeginChange(*p);  // readers that found this page in an earlier life retry
+  p->owner.store(this, std::memory_order_release);
+  p->index.store(index, std::memory_order_release);
+  p->bytes.store(PageMemory::Instance().Allocate(), std::memory_order_release);
+  p->valid_begin.store(0, std::memory_order_release);
+  p->valid_end.store(0, std::memory_order_release);
+  p->dirty_begin = p->dirty_end = 0;
   p->version = 0;
   p->referenced.store(false, std::memory_order_relaxed);
   ix.pages.Set(index, p);
@@ -111,12 +228,12 @@ Page* PageSet::LockExclusive(uint64_t index, bool create) {
 
 void PageSet::Unlink(uint64_t index, Page* p) {
   index_.load(std::memory_order_relaxed)->pages.Set(index, nullptr);
-  // Readers that found the page before the slot was cleared wait for this lock
-  // or hold it shared now (we waited for them); afterwards they see no owner.
-  p->owner = nullptr;
-  PageMemory::Instance().Free(p->bytes);
-  p->bytes = nullptr;
-  p->mu.unlock();
+  // Readers that found the page before the slot was cleared see the sequence
+  // number move (or, under the shared lock, no owner) and look again.
+  p->owner.store(nullptr, std::memory_order_release);
+  PageMemory::Instance().Free(p->bytes.load(std::memory_order_acquire));
+  p->bytes.store(nullptr, std::memory_order_release);
+  EndChange(*p);
   PagePool::Instance().Put(p);
   count_.fetch_sub(1, std::memory_order_relaxed);
   budget_->Add(-static_cast<int64_t>(kPageSize));
@@ -129,18 +246,18 @@ bool PageSet::ReadCached(uint64_t offset, std::span<std::byte> out) {
     uint64_t index = pos / kPageSize;
     uint32_t b = static_cast<uint32_t>(pos % kPageSize);
     uint32_t e = static_cast<uint32_t>(std::min<uint64_t>(kPageSize, end - index * kPageSize));
-    const Page* p = LockShared(index);
-    if (!p) return false;
-    bool covered = p->Covers(b, e);
-    if (covered) {
-      std::memcpy(dst, p->bytes + b, e - b);
-      // Only a store when the bit changes: readers of one page do not fight over its line.
-      if (!p->referenced.load(std::memory_order_relaxed)) {
-        p->referenced.store(true, std::memory_order_relaxed);
+    bool covered = false;
+    bool found = Peek(index, [&](const Page& p, const std::byte* bytes) {
+      covered = p.Covers(b, e);
+      if (!covered) return;
+      LoadPageBytes(bytes, b, e - b, dst);
+      // Only a store when the bit changes: readers of one page do not fight over
+      // its line. (Perhaps on a page reused meanwhile: a hint, harmless.)
+      if (!p.referenced.load(std::memory_order_relaxed)) {
+        p.referenced.store(true, std::memory_order_relaxed);
       }
-    }
-    p->mu.unlock_shared();
-    if (!covered) return false;
+    });
+    if (!found || !covered) return false;
     dst += e - b;
     pos += e - b;
   }
@@ -152,11 +269,11 @@ int64_t PageSet::FirstMissing(uint64_t offset, uint64_t end) const {
     uint64_t index = pos / kPageSize;
     uint32_t b = static_cast<uint32_t>(pos % kPageSize);
     uint32_t e = static_cast<uint32_t>(std::min<uint64_t>(kPageSize, end - index * kPageSize));
-    const Page* p = LockShared(index);
-    if (!p) return static_cast<int64_t>(index);
-    bool covered = p->Covers(b, e);
-    p->mu.unlock_shared();
-    if (!covered) return static_cast<int64_t>(index);
+    bool covered = false;
+    if (!Peek(index, [&](const Page& p, const std::byte*) { covered = p.Covers(b, e); }) ||
+        !covered) {
+      return static_cast<int64_t>(index);
+    }
     pos = (index + 1) * kPageSize;
   }
   return -1;
@@ -172,18 +289,20 @@ int64_t PageSet::Write(uint64_t offset, std::span<const std::byte> data, uint64_
     uint16_t e = static_cast<uint16_t>(std::min<uint64_t>(kPageSize, end - index * kPageSize));
     std::lock_guard stripe(StripeOf(index));
     Page& p = *LockExclusive(index, true);
-    std::unique_lock lock(p.mu, std::adopt_lock);
+    PageChange change(p);
+    uint16_t vb = p.valid_begin.load(std::memory_order_relaxed);
+    uint16_t ve = p.valid_end.load(std::memory_order_relaxed);
     // One valid range per page: the new bytes must touch or overlap it, unless the
     // old range can be given up (it is clean: the server still has it).
-    bool adjoins = p.valid_end > p.valid_begin && b <= p.valid_end && e >= p.valid_begin;
+    bool adjoins = ve > vb && b <= ve && e >= vb;
     if (!adjoins) {
       if (p.dirty()) return static_cast<int64_t>(index);
-      p.valid_begin = b;
-      p.valid_end = e;
+      vb = b;
+      ve = e;
     }
     // A dirty range apart from the new bytes but inside the valid range may
     // grow over the valid bytes between them: rewriting those is harmless.
-    std::memcpy(p.bytes + b, src, e - b);
+    p.Store(b, src, e - b);
     uint16_t old_dirty = p.dirty() ? static_cast<uint16_t>(p.dirty_end - p.dirty_begin) : 0;
     if (!p.dirty()) {
       p.dirty_begin = b;
@@ -192,8 +311,8 @@ int64_t PageSet::Write(uint64_t offset, std::span<const std::byte> data, uint64_
       p.dirty_begin = std::min(p.dirty_begin, b);
       p.dirty_end = std::max(p.dirty_end, e);
     }
-    p.valid_begin = std::min(p.valid_begin, b);
-    p.valid_end = std::max(p.valid_end, e);
+    p.valid_begin.store(std::min(vb, b), std::memory_order_release);
+    p.valid_end.store(std::max(ve, e), std::memory_order_release);
     ++p.version;
     p.referenced.store(true, std::memory_order_relaxed);
     *newly_dirty += static_cast<uint64_t>(p.dirty_end - p.dirty_begin) - old_dirty;
@@ -221,26 +340,26 @@ void PageSet::Fill(uint64_t offset, std::span<const std::byte> data, uint64_t fi
     Page* page = LockExclusive(index, create);
     if (!page) continue;
     Page& p = *page;
-    std::unique_lock lock(p.mu, std::adopt_lock);
+    PageChange change(p);
     const std::byte* src = data.data() + (pos - offset);
     // The page becomes the read's bytes (zeros past them: `good` may count a short
     // last page as whole), except where it already holds bytes, which are at least
     // as new as the read and are kept in place.
     auto put = [&](size_t from, size_t to) {
-      if (from < std::min(to, n)) std::memcpy(p.bytes + from, src + from, std::min(to, n) - from);
-      if (std::max(from, n) < to)
-        std::memset(p.bytes + std::max(from, n), 0, to - std::max(from, n));
+      if (from < std::min(to, n)) p.Store(from, src + from, std::min(to, n) - from);
+      if (std::max(from, n) < to) p.Zero(std::max(from, n), to - std::max(from, n));
     };
-    bool had = p.valid_end > p.valid_begin;
-    if (!had) {
+    uint16_t vb = p.valid_begin.load(std::memory_order_relaxed);
+    uint16_t ve = p.valid_end.load(std::memory_order_relaxed);
+    if (ve <= vb) {
       put(0, kPageSize);
-      p.valid_begin = 0;
-      p.valid_end = good;
-    } else if (p.valid_begin <= good) {  // else the union would not be one range
-      put(0, p.valid_begin);
-      put(p.valid_end, kPageSize);
-      p.valid_end = std::max(good, p.valid_end);
-      p.valid_begin = 0;
+      p.valid_begin.store(0, std::memory_order_release);
+      p.valid_end.store(good, std::memory_order_release);
+    } else if (vb <= good) {  // else the union would not be one range
+      put(0, vb);
+      put(ve, kPageSize);
+      p.valid_end.store(std::max(good, ve), std::memory_order_release);
+      p.valid_begin.store(0, std::memory_order_release);
     } else {
       continue;
     }
@@ -263,7 +382,7 @@ uint64_t PageSet::MarkClean(uint64_t index, uint32_t version) {
   std::lock_guard stripe(StripeOf(index));
   Page* p = LockExclusive(index, false);
   if (!p) return 0;
-  std::unique_lock lock(p->mu, std::adopt_lock);
+  PageChange change(*p);
   if (p->version != version || !p->dirty()) return 0;
   uint64_t n = p->dirty_end - p->dirty_begin;
   p->dirty_begin = p->dirty_end = 0;
@@ -276,9 +395,9 @@ void PageSet::InvalidateClean() {
   if (!ix) return;
   LockAll(*ix);
   ix->pages.ForEach([&](uint64_t index, Page* p) {
-    p->mu.lock();
+    BeginChange(*p);
     if (p->dirty()) {
-      p->mu.unlock();
+      EndChange(*p);
     } else {
       Unlink(index, p);
     }
@@ -293,7 +412,7 @@ void PageSet::DropRange(uint64_t offset, uint64_t end) {
     Page* p = LockExclusive(index, false);
     if (!p) continue;
     if (p->dirty()) {
-      p->mu.unlock();
+      EndChange(*p);
     } else {
       Unlink(index, p);
     }
@@ -307,7 +426,7 @@ void PageSet::Truncate(uint64_t size) {
   LockAll(*ix);
   ix->pages.ForEach([&](uint64_t index, Page* p) {
     if (index < keep) return;
-    p->mu.lock();
+    BeginChange(*p);
     Unlink(index, p);
   });
   UnlockAll(*ix);
@@ -317,13 +436,22 @@ void PageSet::Truncate(uint64_t size) {
   Page* page = LockExclusive(index, false);
   if (!page) return;
   Page& p = *page;
-  std::unique_lock lock(p.mu, std::adopt_lock);
+  PageChange change(p);
   uint16_t cut = static_cast<uint16_t>(size % kPageSize);
-  std::memset(p.bytes + cut, 0, kPageSize - cut);
-  if (p.valid_end > cut) p.valid_end = std::max(cut, p.valid_begin);
-  if (p.valid_end == cut) p.valid_end = kPageSize;  // zeros past EOF are valid
+  p.Zero(cut, kPageSize - cut);
+  uint16_t vb = p.valid_begin.load(std::memory_order_relaxed);
+  uint16_t ve = p.valid_end.load(std::memory_order_relaxed);
+  if (ve > cut) ve = std::max(cut, vb);
+  if (ve == cut) ve = kPageSize;  // zeros past EOF are valid
+  p.valid_end.store(ve, std::memory_order_release);
   if (p.dirty_end > cut) p.dirty_end = std::max(cut, p.dirty_begin);
   if (p.dirty_end <= p.dirty_begin) p.dirty_begin = p.dirty_end = 0;
+}
+
+std::unique_lock<std::shared_mutex> PageSet::LockPageForTesting(uint64_t index) {
+  std::lock_guard stripe(StripeOf(index));
+  Page* p = EnsureIndex().pages.Find(index);
+  return p ? std::unique_lock(p->mu) : std::unique_lock<std::shared_mutex>();
 }
 
 size_t PageSet::Evict(size_t target) {
@@ -334,13 +462,14 @@ size_t PageSet::Evict(size_t target) {
   for (int pass = 0; pass < 2 && freed < target; ++pass) {
     ix->pages.ForEach([&](uint64_t index, Page* p) {
       if (freed >= target) return;
-      p->mu.lock();
+      p->mu.lock();  // no change of what readers see unless it is unlinked
       if (p->dirty()) {
         p->mu.unlock();
       } else if (p->referenced.load(std::memory_order_relaxed) && pass == 0) {
         p->referenced.store(false, std::memory_order_relaxed);  // a second chance (CLOCK)
         p->mu.unlock();
       } else {
+        StartChange(*p);
         Unlink(index, p);
         freed += kPageSize;
       }

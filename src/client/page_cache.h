@@ -5,18 +5,22 @@
 // what we wrote) and, inside it, a dirty range (written here, not yet sent).
 // Reads copy out of valid ranges; writes extend both.
 //
-// Reading cached pages (ReadCached, FirstMissing) takes no lock of the file
-// (seed 002: many threads reading one file must not queue): a lookup in the
-// PageIndex with acquire loads, then the page's own reader lock for the copy.
+// Reading cached pages (ReadCached, FirstMissing) takes no lock at all (seed
+// 002: many threads reading one file must not queue, nor bounce a lock's cache
+// line between cores): a lookup in the PageIndex with acquire loads, then a
+// seqlock read of the page: its sequence number, its fields and bytes (atomic
+// loads, so that a torn copy is merely discarded, never undefined), the
+// sequence number again. A reader writes nothing shared.
 // Changes take, per page index, one of 16 stripe locks (which serialise
 // changes of the index and make a fill's check of its FillTicket atomic with
-// the fill), then the page's lock exclusively. Whole-file changes take all 16.
+// the fill), then the page's lock exclusively, which makes its sequence number
+// odd until the change ends (PageChange). Whole-file changes take all 16.
 //
-// Reclamation: a page unlinked while a reader copies from it must not be freed
-// under the reader. Pages are type-stable (PagePool, never freed): the unlinker
-// clears the slot, then takes the page's lock exclusively (waiting for readers
-// already in), clears its owner and frees its bytes; a reader that found the
-// page before the unlink takes the lock after it and sees the owner gone. Pages
+// Reclamation: a page unlinked while a reader copies from it must not vanish
+// under the reader. Pages are type-stable (PagePool, never freed) and their
+// bytes' memory stays mapped once mapped (PageMemory): a reader that found a
+// page before it was unlinked, freed or even reused reads valid memory, and the
+// sequence number (or the owner and index it checks) tells it to retry. Pages
 // cost ~100 bytes each beyond their data, kept by the pool for reuse.
 //
 // Thread-safe.
@@ -56,25 +60,43 @@ class CacheBudget {
 
 // One cached page. Pages are type-stable: they come from a process-wide pool and
 // go back to it, never to the allocator, so a reader holding a pointer it found
-// in a PageIndex may always lock the page, then checks that it is still the
-// page it looked for (owner and index) before it touches the bytes.
+// in a PageIndex may always read the page, then checks that it is still the
+// page it looked for (owner and index) and that no change overlapped its read.
+//
+// The fields lock-free readers look at are atomics, changed only under `mu`
+// held exclusively (inside a PageChange); the others are plain, under `mu`.
 struct Page {
-  // Shared by readers copying out, exclusive for any change below. Per page:
-  // writers and fills of other pages never touch it.
+  // Exclusive for any change; shared for write-back's reads of dirty bytes (which
+  // must see them stable). Per page: writers and fills of other pages never touch it.
   mutable std::shared_mutex mu;
-  const void* owner = nullptr;              // GUARDED_BY(mu): the PageSet, null while pooled
-  uint64_t index = 0;                       // GUARDED_BY(mu)
-  std::byte* bytes = nullptr;               // GUARDED_BY(mu): kPageSize bytes of PageMemory
-  uint16_t valid_begin = 0, valid_end = 0;  // [begin, end) holds good data
-  uint16_t dirty_begin = 0, dirty_end = 0;  // [begin, end) not yet written to the server
-  uint32_t version = 0;                     // bumped by every write into the page
-  // Used since the last eviction sweep. Readers set it under a shared lock, so
-  // it is atomic; relaxed, since it is only a hint for eviction.
+  // Odd while a change is under way; lock-free readers retry if it moved.
+  std::atomic<uint32_t> seq{0};
+  std::atomic<const void*> owner{nullptr};  // the PageSet, null while pooled
+  std::atomic<uint64_t> index{0};
+  std::atomic<std::byte*> bytes{nullptr};  // kPageSize bytes of PageMemory
+  // [begin, end) holds good data.
+  std::atomic<uint16_t> valid_begin{0}, valid_end{0};
+  uint16_t dirty_begin = 0, dirty_end = 0;  // GUARDED_BY(mu): not yet written to the server
+  uint32_t version = 0;                     // GUARDED_BY(mu): bumped by every write into the page
+  // Used since the last eviction sweep; relaxed, since it is only a hint for eviction.
   mutable std::atomic<bool> referenced{false};
 
   bool dirty() const { return dirty_end > dirty_begin; }
-  bool Covers(uint32_t b, uint32_t e) const { return valid_begin <= b && e <= valid_end; }
+  bool Covers(uint32_t b, uint32_t e) const {
+    return valid_begin.load(std::memory_order_acquire) <= b &&
+           e <= valid_end.load(std::memory_order_acquire);
+  }
+  // The page's bytes: readers under `mu` (shared or exclusive) may read them plainly.
+  const std::byte* data() const { return bytes.load(std::memory_order_relaxed); }
+  // Page bytes are written only with these (inside a PageChange), so that lock-free
+  // readers' word loads never race with a plain store.
+  void Store(size_t at, const std::byte* src, size_t n);
+  void Zero(size_t at, size_t n);
 };
+
+// Copies [at, at+n) of `page` to `dst` with atomic word loads: the bytes
+// may change meanwhile (the reader's seqlock check discards such a copy).
+void LoadPageBytes(const std::byte* page, size_t at, size_t n, std::byte* dst);
 
 // What a READ saw when it was sent. Its data may enter the cache only while the
 // PageSet's generation is unchanged (nothing was invalidated since), and may
@@ -138,6 +160,10 @@ class PageSet {
 
   size_t pages() const { return count_.load(std::memory_order_relaxed); }
 
+  // For tests: page `index`'s lock, held exclusively as a writer would hold it
+  // just before it changes anything (empty if there is no such page).
+  std::unique_lock<std::shared_mutex> LockPageForTesting(uint64_t index);
+
  private:
   static constexpr size_t kStripes = 16;
   struct Index {
@@ -154,6 +180,14 @@ class PageSet {
 
   // The page at `index`, locked shared and checked to be ours, or null.
   const Page* LockShared(uint64_t index) const;
+  // Calls `look(page, bytes)` on the page at `index` without taking its lock,
+  // until one call saw the page unchanged from start to end (a seqlock read);
+  // `look` reads only atomics, and `bytes` (never null) through LoadPageBytes,
+  // and may run several times.
+  // False if there is no such page of ours. After a few torn attempts (writers
+  // keep changing the page) it takes the page's lock shared instead.
+  template <typename Look>
+  bool Peek(uint64_t index, Look&& look) const;
   // REQUIRES: the stripe of `index`. The page at `index` locked exclusively (or
   // null); with `create`, a new empty page is made if there is none.
   Page* LockExclusive(uint64_t index, bool create);

@@ -49,7 +49,12 @@ PageMemory::Slab* PageMemory::NewSlabLocked() {
 std::byte* PageMemory::Allocate() {
   std::lock_guard lock(mu_);
   Slab* slab = with_free_.empty() ? NewSlabLocked() : with_free_.back();
-  if (slab->free.size() == kBlocksPerSlab) --empty_slabs_;
+  if (slab->released) {
+    slab->released = false;  // the kernel gives it fresh zero pages as it is touched
+    --released_;
+  } else if (slab->free.size() == kBlocksPerSlab) {
+    --empty_slabs_;
+  }
   uint16_t index = slab->free.back();
   slab->free.pop_back();
   if (slab->free.empty()) with_free_.pop_back();
@@ -71,16 +76,19 @@ void PageMemory::Free(std::byte* block) {
 }
 
 void PageMemory::ReleaseSlabLocked(Slab* slab) {
+  // Not munmap: see the header. Released slabs are used again before new ones are
+  // mapped, but after every slab that holds memory (Allocate takes from the back).
+  (void)madvise(slab->base, kSlab, MADV_DONTNEED);
   std::erase(with_free_, slab);
-  by_base_.erase(reinterpret_cast<uintptr_t>(slab->base));
-  munmap(slab->base, kSlab);
-  delete slab;
+  with_free_.insert(with_free_.begin(), slab);
+  slab->released = true;
+  ++released_;
   --empty_slabs_;
 }
 
 size_t PageMemory::slabs() const {
   std::lock_guard lock(mu_);
-  return by_base_.size();
+  return by_base_.size() - released_;
 }
 
 }  // namespace nfsx::client

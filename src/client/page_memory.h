@@ -5,8 +5,11 @@
 // touched. Filling the cache from malloc cost one page fault per 4 KiB page, which
 // on a virtual machine was most of the time of a cold sequential read.
 //
-// Whole slabs that fall free go back to the system, except one kept spare.
-// Thread-safe; one instance per process.
+// Whole slabs that fall free give their memory back to the system, except one
+// kept spare, but stay mapped: the page cache's lock-free readers may still copy
+// from a block freed under them (and then discard the copy), so a freed block must
+// never become an unmapped address. What stays is address space, as much as the
+// cache ever held at once. Thread-safe; one instance per process.
 #pragma once
 
 #include <cstddef>
@@ -29,15 +32,18 @@ class PageMemory {
   std::byte* Allocate();
   void Free(std::byte* block);
 
+  // Slabs holding memory (not given back).
   size_t slabs() const;
 
  private:
   struct Slab {
     std::byte* base = nullptr;
     std::vector<uint16_t> free;  // indexes of free blocks
+    bool released = false;       // all free, memory given back (MADV_DONTNEED)
   };
   Slab* NewSlabLocked();
   void ReleaseSlabLocked(Slab* slab);
+  size_t released_ = 0;  // GUARDED_BY(mu_)
 
   mutable std::mutex mu_;
   std::unordered_map<uintptr_t, Slab*> by_base_;  // GUARDED_BY(mu_)
