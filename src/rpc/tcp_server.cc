@@ -161,8 +161,15 @@ class TcpServer::IoThread : public EpollItem {
   // Listening sockets live on thread 0.
   struct Listener : EpollItem {
     TcpServer* server;
+    IoThread* thread;
     int listen_fd;
+    // Out of descriptors (or memory): the socket stays readable, so it is taken out
+    // of the epoll set until the next tick instead of waking the loop in a spin;
+    // connections wait in the backlog meanwhile.
+    bool paused = false;
+    bool warned = false;  // one log line per episode
     void OnEvent(uint32_t) override;
+    void Pause(int err);
   };
   std::vector<std::unique_ptr<Listener>> listeners;
 
@@ -228,6 +235,11 @@ void TcpServer::IoThread::OnEvent(uint32_t) {
 void TcpServer::IoThread::Tick() {
   uint64_t expirations;
   [[maybe_unused]] ssize_t r = ::read(timer_fd_, &expirations, sizeof(expirations));
+  for (auto& l : listeners) {
+    if (!l->paused || server_->stopped_.load()) continue;
+    l->paused = false;
+    Modify(l->listen_fd, l.get(), EPOLLIN);
+  }
   auto now = Clock::now();
   std::vector<std::pair<std::shared_ptr<Connection>, const char*>> doomed;
   for (auto& [fd, conn] : conns_) {
@@ -244,9 +256,13 @@ void TcpServer::IoThread::Listener::OnEvent(uint32_t) {
     int fd =
         accept4(listen_fd, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        return Pause(errno);
+      }
       if (errno != EAGAIN && errno != EINTR) log::Warn("accept: {}", std::strerror(errno));
       return;
     }
+    warned = false;
     TcpServer* s = server;
     if (s->counters_.open.load() >= s->options_.max_connections) {
       log::Warn("refusing a connection: {} connections open", s->counters_.open.load());
@@ -262,6 +278,19 @@ void TcpServer::IoThread::Listener::OnEvent(uint32_t) {
     size_t pick = s->counters_.accepted.load() % s->io_threads_.size();
     s->io_threads_[pick]->Adopt(fd, std::move(peer));
   }
+}
+
+void TcpServer::IoThread::Listener::Pause(int err) {
+  server->counters_.accept_pauses.fetch_add(1);
+  if (!warned) {
+    log::Warn(
+        "accept: {}: not accepting for up to a second at a time until it clears "
+        "(new connections wait in the backlog)",
+        std::strerror(err));
+    warned = true;
+  }
+  paused = true;
+  thread->Modify(listen_fd, this, 0);
 }
 
 // ---- Connection ----
@@ -503,6 +532,7 @@ Result<uint16_t> TcpServer::Listen(const std::string& address, uint16_t port) {
   listen_fds_.push_back(fd);
   auto listener = std::make_unique<IoThread::Listener>();
   listener->server = this;
+  listener->thread = io_threads_[0].get();
   listener->listen_fd = fd;
   io_threads_[0]->Add(fd, listener.get(), EPOLLIN);
   io_threads_[0]->listeners.push_back(std::move(listener));

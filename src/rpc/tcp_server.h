@@ -29,8 +29,8 @@ struct TcpServerOptions {
   int worker_threads = 8;
   size_t max_record = 4u << 20;  // largest call accepted, in bytes
   size_t max_connections = 4096;
-  std::chrono::seconds idle_timeout{360};  // no traffic at all
-  std::chrono::seconds stall_timeout{30};  // half a record and no progress
+  std::chrono::seconds idle_timeout{360};     // no traffic at all
+  std::chrono::seconds stall_timeout{30};     // half a record and no progress
   size_t max_queued_reply_bytes = 64u << 20;  // per connection; stop reading beyond
   size_t max_calls_in_flight = 512;           // per connection, offloaded calls
 };
@@ -42,6 +42,7 @@ struct TcpServerCounters {
   std::atomic<uint64_t> bytes_in{0};
   std::atomic<uint64_t> bytes_out{0};
   std::atomic<uint64_t> closed_bad_record{0};  // too large or stalled
+  std::atomic<uint64_t> accept_pauses{0};      // accept() out of descriptors or memory
 };
 
 class TcpServer {

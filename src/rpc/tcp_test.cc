@@ -1,11 +1,14 @@
 // The RPC transport end to end over loopback sockets: server and client.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
 #include <latch>
 #include <thread>
 
@@ -149,6 +152,54 @@ TEST_F(TcpTest, OversizedRecordClosesOnlyThatConnection) {
   close(fd);
   ExpectServes();
   EXPECT_EQ(server_->counters().closed_bad_record.load(), 1u);
+}
+
+// accept() out of descriptors (EMFILE) leaves the listening socket readable: a
+// loop that just returns is woken again at once and spins, one core at 100 %, for
+// as long as the table stays full. The listener pauses instead (counted), one
+// tick at a time, and the connection that waited in the backlog is served once
+// descriptors are free again.
+TEST_F(TcpTest, OutOfDescriptorsAcceptPausesInsteadOfSpinning) {
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
+  size_t open_now = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    ++open_now;
+  }
+  rlimit low = old;
+  low.rlim_cur = std::min<rlim_t>(old.rlim_cur, open_now + 64);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::vector<int> filler;
+  for (int fd; (fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) filler.push_back(fd);
+  ASSERT_EQ(errno, EMFILE);
+  ASSERT_FALSE(filler.empty());
+  close(filler.back());  // one free descriptor: ours, for the client socket
+  filler.pop_back();
+  int waiting = RawSocket();  // sits in the backlog: the server has none left
+  auto start = std::chrono::steady_clock::now();
+  while (server_->counters().accept_pauses.load() == 0 &&
+         std::chrono::steady_clock::now() < start + std::chrono::seconds(60)) {
+    std::this_thread::yield();
+  }
+  ASSERT_GT(server_->counters().accept_pauses.load(), 0u) << "accept never failed";
+  // Measuring a rate over time: a spinning loop fails accept() millions of times here.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LE(server_->counters().accept_pauses.load(), static_cast<uint64_t>(seconds) + 2)
+      << "the accept loop spun on EMFILE";
+  for (int fd : filler) close(fd);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
+  // The next tick re-arms the listener: the waiting connection gets its reply.
+  auto call = testing::CallBytes(7, kProg, kVers, kNull);
+  std::byte mark[4];
+  xdr::StoreBe32(mark, kLastFragment | static_cast<uint32_t>(call.size()));
+  ASSERT_EQ(write(waiting, mark, 4), 4);
+  ASSERT_EQ(write(waiting, call.data(), call.size()), static_cast<ssize_t>(call.size()));
+  std::byte reply[64];
+  ASSERT_GT(read(waiting, reply, sizeof(reply)), 8);
+  EXPECT_EQ(xdr::LoadBe32(reply + 4), 7u);
+  close(waiting);
+  ExpectServes();
 }
 
 TEST_F(TcpTest, GarbageRecordIsDroppedAndConnectionKeepsWorking) {
