@@ -22,6 +22,12 @@ void Inode::PublishAttr() {
 }
 
 void Inode::RefreshTimer(bool changed, double min_s, double max_s, int64_t sent_ns) {
+  // A reply to a call sent before the attributes were expired may predate what
+  // expired them; an unchanged reply to a call older than the one that set the
+  // lease says nothing newer. Neither touches the timer (nor its backoff).
+  if (sent_ns <= expired_at_ns_.load(std::memory_order_relaxed)) return;
+  if (!changed && sent_ns < lease_sent_ns_) return;
+  lease_sent_ns_ = std::max(lease_sent_ns_, sent_ns);
   // As the Linux client: the timeout starts at the minimum and doubles while the
   // attributes keep coming back unchanged, up to the maximum.
   if (changed || attr_timeout_s_ < min_s) {
@@ -29,17 +35,16 @@ void Inode::RefreshTimer(bool changed, double min_s, double max_s, int64_t sent_
   } else {
     attr_timeout_s_ = std::min(max_s, std::max(min_s, attr_timeout_s_ * 2));
   }
-  if (sent_ns <= expired_at_ns_.load(std::memory_order_acquire)) return;
-  int64_t expiry = sent_ns + static_cast<int64_t>(attr_timeout_s_ * 1e9);
-  // A reply to an older call arriving after a newer one's does not shorten the
-  // newer one's lease, unless it showed a change (then the shorter one is right).
-  int64_t old = attr_expiry_ns_.load(std::memory_order_relaxed);
-  if (!changed && old > expiry) return;
-  attr_expiry_ns_.store(expiry, std::memory_order_release);
+  // A change resets the lease even if an older one ran longer: the file is moving.
+  attr_expiry_ns_.store(sent_ns + static_cast<int64_t>(attr_timeout_s_ * 1e9),
+                        std::memory_order_release);
 }
 
 void Inode::ExpireAttr() {
-  expired_at_ns_.store(SteadyNowNs(), std::memory_order_release);
+  // Under mu, so that no RefreshTimer is between its check of expired_at_ns_ and
+  // its store of the expiry.
+  std::lock_guard lock(mu);
+  expired_at_ns_.store(SteadyNowNs(), std::memory_order_relaxed);
   attr_expiry_ns_.store(0, std::memory_order_release);
 }
 

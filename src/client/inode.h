@@ -86,7 +86,7 @@ class Inode {
   // arrived must not take that reply as fresh. REQUIRES: mu held.
   void RefreshTimer(bool changed, double min_s, double max_s, int64_t sent_ns);
   // Attributes are stale now; replies to calls sent before this cannot make them
-  // fresh again (they may predate whatever made them stale).
+  // fresh again (they may predate whatever made them stale). REQUIRES: mu not held.
   void ExpireAttr();
 
   // Copies what lock-free readers need of tracker.attr() (the server's size)
@@ -144,7 +144,8 @@ class Inode {
   nfs3::ftype3 type_;
   std::atomic<uint32_t> validity_{0};
   std::atomic<int64_t> attr_expiry_ns_{0};
-  std::atomic<int64_t> expired_at_ns_{0};  // the last ExpireAttr
+  std::atomic<int64_t> expired_at_ns_{0};  // the last ExpireAttr; stored under mu
+  int64_t lease_sent_ns_ = 0;              // GUARDED_BY(mu): the call that set the expiry
   // tracker.attr().size, stored under mu by PublishAttr, read without it.
   std::atomic<uint64_t> server_size_{0};
   double attr_timeout_s_ = 0;  // GUARDED_BY(mu)

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 namespace nfsx::client {
 namespace {
 
@@ -67,6 +70,56 @@ TEST_F(InodeTimerTest, RepliesToCallsSentBeforeAnExpiryCannotRefreshIt) {
   int64_t later = SteadyNowNs() + 1;  // a call sent after the expiry
   ino_.RefreshTimer(false, 10, 10, later);
   EXPECT_TRUE(ino_.AttrFresh(later + kSecond));
+}
+
+// From the review: B (sent later) shows a change; A (sent earlier, its reply
+// arriving after B's) shows the older state, which the tracker ignores, so it is
+// "unchanged": it must neither extend B's lease nor double the timeout.
+TEST_F(InodeTimerTest, AnOlderCallsReplyAfterAChangeDoesNotExtendTheLease) {
+  int64_t t = SteadyNowNs();
+  ino_.RefreshTimer(false, 3, 60, t - 100 * kSecond);
+  ino_.RefreshTimer(true, 3, 60, t + kSecond);  // B: lease until t + 4 s
+  ino_.RefreshTimer(false, 3, 60, t);           // A
+  EXPECT_FALSE(ino_.AttrFresh(t + 5 * kSecond)) << "a stale reply extended the lease";
+}
+
+TEST_F(InodeTimerTest, DiscardedRepliesDoNotGrowTheTimeout) {
+  int64_t old_sent = SteadyNowNs();
+  ino_.RefreshTimer(true, 1, 64, old_sent);  // timeout 1 s
+  ino_.ExpireAttr();
+  for (int i = 0; i < 5; ++i) ino_.RefreshTimer(false, 1, 64, old_sent);  // all discarded
+  int64_t sent = SteadyNowNs() + 1;
+  ino_.RefreshTimer(false, 1, 64, sent);  // the first accepted unchanged reply: 2 s
+  EXPECT_TRUE(ino_.AttrFresh(sent + kSecond));
+  EXPECT_FALSE(ino_.AttrFresh(sent + 3 * kSecond)) << "discarded replies grew the timeout";
+}
+
+// ExpireAttr (a FUSE rename, no inode lock held) racing the reply to a call sent
+// before it (under the lock): the reply must never win. Before ExpireAttr took the
+// lock, the reply could check the expiry time, lose the CPU, and store its lease
+// after the expiry (the review's probe: 196 of 200,000).
+TEST_F(InodeTimerTest, ExpireAttrRacingAnOlderReplyAlwaysWins) {
+  std::atomic<int> go{0}, done{0};
+  std::atomic<int64_t> sent{0};
+  constexpr int kRounds = 20000;
+  std::thread reply([&] {
+    for (int i = 1; i <= kRounds; ++i) {
+      while (go.load(std::memory_order_acquire) != i) std::this_thread::yield();
+      std::lock_guard lock(ino_.mu);
+      ino_.RefreshTimer(false, 10, 10, sent.load());
+      done.fetch_add(1);
+    }
+  });
+  int fresh = 0;
+  for (int i = 1; i <= kRounds; ++i) {
+    sent.store(SteadyNowNs());  // a call sent now...
+    go.store(i, std::memory_order_release);
+    ino_.ExpireAttr();  // ...then the rename that makes its answer stale
+    while (done.load() != i) std::this_thread::yield();
+    fresh += ino_.AttrFresh(SteadyNowNs());
+  }
+  reply.join();
+  EXPECT_EQ(fresh, 0) << "replies to calls sent before ExpireAttr refreshed the attributes";
 }
 
 }  // namespace
