@@ -70,7 +70,10 @@ Result<std::unique_ptr<ClientCore>> ClientCore::Mount(const NfsUrl& url, std::st
   uint16_t mount_port = port_of(o.mount_port, mount3::MOUNT_PROGRAM, mount3::MOUNT_V3, 20048);
   uint16_t nfs_port = port_of(o.nfs_port, NFS_PROGRAM, NFS_V3, 2049);
 
-  // MOUNT: the longest prefix of the path that the server agrees to mount.
+  // MOUNT: the longest prefix of the path that the server agrees to mount. Any
+  // refusal moves on to the next shorter prefix, as libnfs does: servers answer MNT
+  // of a path that is not an export in their own ways (nfsx NOENT, NFS-Ganesha
+  // ACCES), so a refusal of a file's path says nothing about its export.
   auto mnt = rpc::RpcClient::Connect(url.host, mount_port, ro);
   if (!mnt) {
     if (error)
@@ -81,10 +84,12 @@ Result<std::unique_ptr<ClientCore>> ClientCore::Mount(const NfsUrl& url, std::st
   std::vector<std::string> parts = PathComponents(url.path);
   std::optional<nfs_fh3> root;
   mount3::mountstat3 last = mount3::MNT3ERR_NOENT;
+  std::string last_path;
   size_t used = parts.size();
   for (;; --used) {
     std::string path = "/";
     for (size_t i = 0; i < used; ++i) path += (i ? "/" : "") + parts[i];
+    last_path = path;
     mount3::dirpath dp{path};
     auto r =
         CallSync<mount3::mountres3>(**mnt, mount3::MOUNT_PROGRAM, mount3::MOUNT_V3, 1, cred, dp);
@@ -97,13 +102,19 @@ Result<std::unique_ptr<ClientCore>> ClientCore::Mount(const NfsUrl& url, std::st
       break;
     }
     last = r->fhs_status;
-    if (last == mount3::MNT3ERR_ACCES || last == mount3::MNT3ERR_PERM || used == 0) break;
+    if (used == 0) break;
   }
   if (!root) {
     int err = ErrnoFromNfsStat(static_cast<nfsstat3>(last));
-    if (error)
-      *error = fmt::format("server {} refused to mount {}: {}", url.host, url.path,
-                           ErrorString(Error{err}));
+    if (error) {
+      *error = last_path == url.path || url.path.empty()
+                   ? fmt::format("server {} refused to mount {}: {}", url.host, last_path,
+                                 ErrorString(Error{err}))
+                   : fmt::format(
+                         "server {} refused to mount {} or any directory above it, "
+                         "last {}: {}",
+                         url.host, url.path, last_path, ErrorString(Error{err}));
+    }
     return Fail(err);
   }
   rest->clear();

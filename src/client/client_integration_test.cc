@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <random>
+#include <regex>
 #include <thread>
 
 #include "client/acting_as.h"
@@ -131,6 +132,33 @@ TEST_P(ClientTest, IozoneStyleWorkloadSendsNoReads) {
     EXPECT_EQ(after.invalidations, 0u);
     EXPECT_EQ(DiskFile(*server_, name), data);
   }
+}
+
+// A URL names a file (existing or to be created) below an export: the client
+// mounts the longest prefix the server accepts, as libnfs does. NFS-Ganesha
+// answers MNT of such a path with ACCES, where the client used to stop.
+TEST_P(ClientTest, UrlsOfFilesBelowTheExportMountTheExport) {
+  ASSERT_TRUE(client_->Mkdir("sub", 0755));
+  auto f = client_->Open("sub/there.txt", O_CREAT | O_WRONLY, 0644);
+  ASSERT_TRUE(f.has_value());
+  ASSERT_TRUE((*f)->Close());
+  for (std::string rel : {"sub/there.txt", "sub/new.bin", "new.bin", "missing/dir/new.bin"}) {
+    std::string error;
+    auto c = Client::Connect(server_->Url(rel), ClientOptions{}, &error);
+    ASSERT_TRUE(c.has_value()) << rel << ": " << error;
+    // Mounted at the export or a directory in it (servers let clients mount those).
+    std::string rest = (*c)->path_in_export();
+    EXPECT_TRUE(!rest.empty() && rel.ends_with(rest)) << rel << " left " << rest;
+    if (rel == "sub/there.txt") {
+      EXPECT_TRUE((*c)->Open(rest, O_RDONLY).has_value());
+    }
+  }
+  std::string error;
+  std::string outside = std::regex_replace(server_->Url("x"), std::regex("127.0.0.1/"),
+                                           "127.0.0.1/no-such-export-here/");
+  auto c = Client::Connect(outside, ClientOptions{}, &error);
+  ASSERT_FALSE(c.has_value());
+  EXPECT_NE(error.find("last /:"), std::string::npos) << error;
 }
 
 TEST_P(ClientTest, SecondClientsChangeIsSeenAtReopen) {
