@@ -32,3 +32,13 @@ nfsx_cli_test(cp_file)
 nfsx_cli_test(cp_tree)
 nfsx_cli_test(namespace)
 nfsx_cli_test(errors)
+
+# URLs of files below an export, against both servers (tests/fuse/lib.sh starts them).
+foreach(server nfsx ganesha)
+  add_test(NAME cli_file_urls_${server} COMMAND bash ${NFSX_CLI_TEST_DIR}/file_urls.sh ${server})
+  set_tests_properties(cli_file_urls_${server} PROPERTIES
+    ENVIRONMENT "NFSX=$<TARGET_FILE:nfsx>"
+    SKIP_RETURN_CODE 77
+    TIMEOUT 300
+    LABELS cli)
+endforeach()
