@@ -81,6 +81,16 @@ uint32_t AccessBits(const Identity& who, const vfs::Attr& attr, uint32_t request
   return granted & requested;
 }
 
+void LimitSetgidOfChmod(const Identity& who, const vfs::Attr& attr, vfs::SetAttr* change) {
+  if (!change->mode || who.is_root()) return;
+  if (!who.InGroup(change->gid.value_or(attr.gid))) *change->mode &= ~uint32_t{02000};
+}
+
+uint32_t NewFileMode(const Identity& who, uint32_t mode, uint32_t gid) {
+  if (who.is_root() || (mode & 02010) != 02010 || who.InGroup(gid)) return mode;
+  return mode & ~uint32_t{02000};
+}
+
 int CheckSetAttr(const Identity& who, const vfs::Attr& attr, const vfs::SetAttr& change) {
   bool owner = who.uid == attr.uid;
   if (who.is_root()) return 0;

@@ -55,6 +55,15 @@ uint32_t AccessBits(const Identity& who, const vfs::Attr& attr, uint32_t request
 // backends write as the server's own user, so the server must do it. nullopt: no change.
 std::optional<uint32_t> ModeAfterDataChange(const Identity& who, const vfs::Attr& attr);
 
+// The setgid bit as Linux lets a caller set it (the backends act as the server's
+// own user, root, so the kernel would let everything through):
+// - chmod: cleared unless `who` is root or in the file's group after the change
+//   (setattr_prepare), so nobody makes a file setgid to a group they are not in;
+// - a new file: cleared on a group-executable non-directory unless `who` is root or
+//   in its group (inode_init_owner: the group a setgid directory passes on).
+void LimitSetgidOfChmod(const Identity& who, const vfs::Attr& attr, vfs::SetAttr* change);
+uint32_t NewFileMode(const Identity& who, uint32_t mode, uint32_t gid);
+
 // errno for a SETATTR the caller may not perform, or 0.
 int CheckSetAttr(const Identity& who, const vfs::Attr& attr, const vfs::SetAttr& change);
 

@@ -90,6 +90,59 @@ TEST_P(Nfs3Test, WritesByNonRootClearSetuidAndSetgid) {
   EXPECT_EQ(AttrOf(f).mode & 07777, 0777u) << "truncation by a user";
 }
 
+// Nobody makes a file setgid to a group they are not in. A user with write access
+// to a setgid directory of another group used to be able to create (or chmod) a
+// setgid binary of that group: the backends act as root, whom the kernel lets keep
+// the bit. Now as on Linux: chmod drops it unless the caller is in the file's group
+// (after a chown in the same call), a new group-executable file drops it unless the
+// caller is in the group it gets; root and members keep it.
+TEST_P(Nfs3Test, SetgidOnlyForMembersOfTheFilesGroup) {
+  AsUser(0, 0);
+  MKDIR3args md;
+  md.where = {root_, {"sgid-dir"}};
+  md.attributes.mode = 02777;
+  auto made = Call<MKDIR3res>(nfsproc3::MKDIR, md);
+  ASSERT_EQ(made.status, NFS3_OK);
+  nfs_fh3 dir = *made.resok.obj;
+  SETATTR3args to_group;
+  to_group.object = dir;
+  to_group.new_attributes.gid = 500;
+  to_group.new_attributes.mode = 02777;  // chown clears setgid on some backends: set it again
+  ASSERT_EQ(Call<SETATTR3res>(nfsproc3::SETATTR, to_group).status, NFS3_OK);
+  ASSERT_EQ(AttrOf(dir).gid, 500u);
+  ASSERT_EQ(AttrOf(dir).mode & 02000, 02000u);
+
+  auto create = [&](const std::string& name, uint32_t mode) {
+    auto r = CreateIn(dir, name, UNCHECKED, mode);
+    EXPECT_EQ(r.status, NFS3_OK) << name;
+    return r.resok.obj ? *r.resok.obj : nfs_fh3{};
+  };
+  auto chmod = [&](const nfs_fh3& f, uint32_t mode) {
+    SETATTR3args sa;
+    sa.object = f;
+    sa.new_attributes.mode = mode;
+    EXPECT_EQ(Call<SETATTR3res>(nfsproc3::SETATTR, sa).status, NFS3_OK);
+  };
+  AsUser(1000, 1000);  // not in group 500
+  nfs_fh3 outsider = create("outsider", 02755);
+  EXPECT_EQ(AttrOf(outsider).gid, 500u) << "a setgid directory passes its group on";
+  EXPECT_EQ(AttrOf(outsider).mode & 07777, 0755u) << "created setgid to a group not its own";
+  chmod(outsider, 02755);
+  EXPECT_EQ(AttrOf(outsider).mode & 07777, 0755u) << "chmod g+s to a group not its own";
+  nfs_fh3 plain = create("not-exec", 02644);  // setgid without group exec: mandatory locking
+  EXPECT_EQ(AttrOf(plain).mode & 07777, 02644u);
+
+  cred_ = rpc::testing::SysCred(1001, 1001, {500});  // a member of 500
+  nfs_fh3 member = create("member", 02755);
+  EXPECT_EQ(AttrOf(member).mode & 07777, 02755u);
+  chmod(member, 02750);
+  EXPECT_EQ(AttrOf(member).mode & 07777, 02750u);
+
+  AsUser(0, 0);
+  chmod(outsider, 02755);
+  EXPECT_EQ(AttrOf(outsider).mode & 07777, 02755u) << "root may";
+}
+
 TEST_P(Nfs3Test, ReadAndWriteRefuseDirectories) {
   EXPECT_EQ(Call<READ3res>(nfsproc3::READ, READ3args{root_, 0, 10}).status, NFS3ERR_ISDIR);
   EXPECT_EQ(WriteTo(root_, 0, "x").status, NFS3ERR_ISDIR);

@@ -20,8 +20,7 @@ Result<void> ApplyInitialAttrs(DirOp& op, FileState& file, vfs::SetAttr change) 
 }
 
 // The reply for a new (or, for UNCHECKED CREATE, existing) object.
-CREATE3res Finish(DirOp& op, Result<vfs::NodePtr> node, const vfs::SetAttr& initial,
-                  bool created) {
+CREATE3res Finish(DirOp& op, Result<vfs::NodePtr> node, const vfs::SetAttr& initial, bool created) {
   CREATE3res res;
   if (!node) {
     res.status = StatusOf(node.error());
@@ -120,7 +119,9 @@ CREATE3res Create(Core& core, const CREATE3args& args, const Ctx& ctx) {
     auto node = op.fs().Create(op.dir().node(), name, 0600, op.NewOwner(), true);
     return Finish(op, std::move(node), VerifierTimes(args.how.verf), true);
   }
-  auto node = op.fs().Create(op.dir().node(), name, mode, op.NewOwner(), true);
+  vfs::Owner owner = op.NewOwner();
+  mode = NewFileMode(op.caller().who, mode, owner.gid);
+  auto node = op.fs().Create(op.dir().node(), name, mode, owner, true);
   return Finish(op, std::move(node), attrs, true);
 }
 
@@ -137,8 +138,7 @@ MKDIR3res Mkdir(Core& core, const MKDIR3args& args, const Ctx& ctx) {
 SYMLINK3res Symlink(Core& core, const SYMLINK3args& args, const Ctx& ctx) {
   DirOp op(core, args.where.dir, args.where.name.value, ctx);
   if (op.status() != NFS3_OK) return Refuse(op);
-  if (args.symlink_data.value.empty() ||
-      args.symlink_data.value.find('\0') != std::string::npos) {
+  if (args.symlink_data.value.empty() || args.symlink_data.value.find('\0') != std::string::npos) {
     CREATE3res res;
     res.status = NFS3ERR_INVAL;
     res.resfail.wcc = op.Wcc(false);
@@ -182,9 +182,10 @@ MKNOD3res Mknod(Core& core, const MKNOD3args& args, const Ctx& ctx) {
   }
   vfs::SetAttr attrs = FromSattr3(args.attributes);
   attrs.size.reset();
-  auto node = op.fs().Mknod(op.dir().node(), args.where.name.value, type,
-                            attrs.mode.value_or(0644) & 07777, args.spec.specdata1,
-                            args.spec.specdata2, op.NewOwner());
+  vfs::Owner owner = op.NewOwner();
+  uint32_t mode = NewFileMode(op.caller().who, attrs.mode.value_or(0644) & 07777, owner.gid);
+  auto node = op.fs().Mknod(op.dir().node(), args.where.name.value, type, mode, args.spec.specdata1,
+                            args.spec.specdata2, owner);
   return Finish(op, std::move(node), attrs, true);
 }
 

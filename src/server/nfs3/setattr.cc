@@ -30,6 +30,7 @@ SETATTR3res Setattr(Core& core, const SETATTR3args& args, const Ctx& ctx) {
     return fail(pre->type == vfs::FileType::kDirectory ? NFS3ERR_ISDIR : NFS3ERR_INVAL);
   }
   if (int err = CheckSetAttr(caller.who, *pre, change)) return fail(NfsStatFromErrno(err));
+  LimitSetgidOfChmod(caller.who, *pre, &change);
   if (change.size && !change.mode) change.mode = ModeAfterDataChange(caller.who, *pre);
   if (auto done = file.exp().fs->SetAttr(file.node(), change); !done) {
     return fail(StatusOf(done.error()));
