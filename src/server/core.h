@@ -27,6 +27,10 @@ struct CoreOptions {
   uint32_t rtmax = 1u << 20;  // largest READ we answer in full
   uint32_t wtmax = 1u << 20;  // largest WRITE we advertise
   uint32_t dtpref = 64u << 10;
+  // Largest READDIR/READDIRPLUS reply, whatever count/maxcount the client asks for
+  // (as knfsd caps it at its largest payload): the work and memory of one call stay
+  // bounded, and the client pages on with cookies.
+  uint32_t dtmax = 1u << 20;
   size_t file_table_capacity = 16384;
   OpenFileCacheOptions open_files;
 };

@@ -367,6 +367,65 @@ TEST_P(Nfs3Test, StickyDirectoryProtectsOthersFiles) {
   EXPECT_EQ(Call<REMOVE3res>(nfsproc3::REMOVE, REMOVE3args{{tmp, {"alice"}}}).status, NFS3_OK);
 }
 
+// A client's count/maxcount is a wish, not an order: asking for 4 GiB in one
+// reply gets at most the server's dtmax (1 MiB by default; 64 KiB here, so that a
+// few hundred KiB of names show it), and cookies page on through the rest.
+// Before, the server built one reply of the whole directory: a directory of
+// millions of names, or many such calls, took gigabytes.
+class ReaddirCapTest : public ServerTest {
+ protected:
+  static constexpr size_t kCap = 64u << 10;
+  ReaddirCapTest() {
+    tune_ = [](server::ServerOptions& o) { o.core.dtmax = kCap; };
+  }
+};
+
+TEST_P(ReaddirCapTest, RepliesAreCappedWhateverTheClientAsks) {
+  MKDIR3args md;
+  md.where = {root_, {"wide"}};
+  nfs_fh3 wide = *Call<MKDIR3res>(nfsproc3::MKDIR, md).resok.obj;
+  constexpr int kFiles = 1200;
+  const std::string pad(200, 'n');  // long names: ~240 bytes per READDIR entry
+  for (int i = 0; i < kFiles; ++i) {
+    ASSERT_EQ(CreateIn(wide, pad + std::to_string(i)).status, NFS3_OK);
+  }
+  for (bool plus : {false, true}) {
+    size_t names = 0, calls = 0;
+    uint64_t cookie = 0;
+    cookieverf3 verf{};
+    for (bool eof = false; !eof && calls < 100; ++calls) {
+      size_t bytes = 0;
+      if (plus) {
+        auto r = Call<READDIRPLUS3res>(
+            nfsproc3::READDIRPLUS, READDIRPLUS3args{wide, cookie, verf, UINT32_MAX, UINT32_MAX});
+        ASSERT_EQ(r.status, NFS3_OK);
+        for (auto& e : r.resok.entries) {
+          // The entry as encoded (RFC 1813 entryplus3).
+          size_t name = (e.name.value.size() + 3) / 4 * 4;
+          bytes += 4 + 8 + 4 + name + 8 + 4 + kFattr3Size + 4 + 4 + e.name_handle->size;
+          names += e.name.value.size() > 200;
+          cookie = e.cookie;
+        }
+        verf = r.resok.cookieverf;
+        eof = r.resok.eof;
+      } else {
+        auto r = Call<READDIR3res>(nfsproc3::READDIR, READDIR3args{wide, cookie, verf, UINT32_MAX});
+        ASSERT_EQ(r.status, NFS3_OK);
+        for (auto& e : r.resok.entries) {
+          bytes += 4 + 8 + 4 + (e.name.value.size() + 3) / 4 * 4 + 8;  // entry3
+          names += e.name.value.size() > 200;
+          cookie = e.cookie;
+        }
+        verf = r.resok.cookieverf;
+        eof = r.resok.eof;
+      }
+      EXPECT_LE(bytes, kCap) << (plus ? "READDIRPLUS" : "READDIR") << " call " << calls;
+    }
+    EXPECT_EQ(names, static_cast<size_t>(kFiles)) << "paging on by cookie lists every name";
+    EXPECT_GT(calls, plus ? 3u : 1u) << "one call returned everything";
+  }
+}
+
 TEST_P(Nfs3Test, ReaddirPagesThroughABigDirectory) {
   MKDIR3args md;
   md.where = {root_, {"big"}};
@@ -457,6 +516,8 @@ TEST_P(Nfs3Test, GarbageArgumentsAreRejectedAndServerCarriesOn) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Nfs3Test,
+                         ::testing::Values(BackendKind::kMemory, BackendKind::kLocal), BackendName);
+INSTANTIATE_TEST_SUITE_P(Backends, ReaddirCapTest,
                          ::testing::Values(BackendKind::kMemory, BackendKind::kLocal), BackendName);
 
 }  // namespace

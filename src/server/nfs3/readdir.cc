@@ -50,7 +50,7 @@ READDIR3res Readdir(Core& core, const READDIR3args& args, const Ctx& ctx) {
     res.status = NFS3ERR_TOOSMALL;
     return res;
   }
-  size_t budget = args.count - kReplyOverhead, used = 0;
+  size_t budget = std::min(args.count, core.options().dtmax) - kReplyOverhead, used = 0;
   bool stopped = false;
   auto eof = r->file->exp().fs->ReadDir(r->file->node(), args.cookie, [&](const vfs::DirEntry& e) {
     entry3 entry{e.fileid, {std::string(e.name)}, e.cookie};
@@ -96,7 +96,8 @@ READDIRPLUS3res Readdirplus(Core& core, const READDIRPLUS3args& args, const Ctx&
   }
   // Names first, within both budgets (counting each entry at its largest);
   // lookups after, so no backend lock is held across them.
-  size_t budget = args.maxcount - kReplyOverhead, used = 0, dir_used = 0;
+  size_t budget = std::min(args.maxcount, core.options().dtmax) - kReplyOverhead, used = 0,
+         dir_used = 0;
   bool stopped = false;
   auto& entries = res.resok.entries;
   auto eof = exp.fs->ReadDir(dir.node(), args.cookie, [&](const vfs::DirEntry& e) {
@@ -106,8 +107,8 @@ READDIRPLUS3res Readdirplus(Core& core, const READDIRPLUS3args& args, const Ctx&
     entry.cookie = e.cookie;
     size_t size = EntryPlus3Size(entry) + kPlusExtra;
     size_t dir_size = Entry3Size(entry3{entry.fileid, entry.name, entry.cookie});
-    if (used + size > budget || (args.dircount > 0 && dir_used + dir_size > args.dircount &&
-                                 !entries.empty())) {
+    if (used + size > budget ||
+        (args.dircount > 0 && dir_used + dir_size > args.dircount && !entries.empty())) {
       stopped = true;
       return false;
     }
