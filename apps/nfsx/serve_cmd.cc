@@ -1,4 +1,5 @@
 // `nfsx serve`: export local directories over NFSv3.
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -7,8 +8,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "apps/nfsx/commands.h"
 #include "base/logging.h"
@@ -31,6 +30,12 @@ struct ServeArgs {
   std::string backend = "localfs";
   size_t max_record = 4u << 20;
   uint32_t max_io = 1u << 20;
+  // Per-connection and server-wide limits: rpc::TcpServerOptions says what each does.
+  size_t max_connections = rpc::TcpServerOptions{}.max_connections;
+  size_t max_queued_reply_bytes = rpc::TcpServerOptions{}.max_queued_reply_bytes;
+  size_t max_calls_in_flight = rpc::TcpServerOptions{}.max_calls_in_flight;
+  int64_t idle_timeout = rpc::TcpServerOptions{}.idle_timeout.count();
+  int64_t stall_timeout = rpc::TcpServerOptions{}.stall_timeout.count();
   int stats_interval = 0;
   std::string ports_file;
 };
@@ -95,6 +100,11 @@ int RunServe(const ServeArgs& a) {
   o.transport.io_threads = a.threads;
   o.transport.worker_threads = a.workers;
   o.transport.max_record = a.max_record;
+  o.transport.max_connections = a.max_connections;
+  o.transport.max_queued_reply_bytes = a.max_queued_reply_bytes;
+  o.transport.max_calls_in_flight = a.max_calls_in_flight;
+  o.transport.idle_timeout = std::chrono::seconds(a.idle_timeout);
+  o.transport.stall_timeout = std::chrono::seconds(a.stall_timeout);
   o.core.rtmax = o.core.wtmax = a.max_io;
   if (a.max_io + 4096 > a.max_record) {
     fmt::print(stderr, "nfsx serve: --max-io must leave 4 KiB of --max-record for headers\n");
@@ -193,6 +203,28 @@ Runner AddServe(CLI::App& app) {
   cmd->add_option("--max-record", a->max_record, "Largest RPC record accepted, in bytes")
       ->capture_default_str();
   cmd->add_option("--max-io", a->max_io, "rtmax/wtmax advertised in FSINFO, in bytes")
+      ->capture_default_str();
+  cmd->add_option("--max-connections", a->max_connections,
+                  "Connections open at once; more are closed at accept (logged once per episode)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--max-queued-reply-bytes", a->max_queued_reply_bytes,
+                  "Per connection: reply bytes queued for a client beyond which its calls are "
+                  "no longer read")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--max-calls-in-flight", a->max_calls_in_flight,
+                  "Per connection: calls being served at once beyond which its calls are no "
+                  "longer read")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--idle-timeout", a->idle_timeout,
+                  "Seconds without any traffic after which a connection is closed")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--stall-timeout", a->stall_timeout,
+                  "Seconds a half-received record may wait for its next byte")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--ports-file", a->ports_file,
                   "Once listening, write \"NFS_PORT MOUNT_PORT PORTMAP_PORT\" to this file "

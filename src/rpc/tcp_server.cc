@@ -167,7 +167,8 @@ class TcpServer::IoThread : public EpollItem {
     // of the epoll set until the next tick instead of waking the loop in a spin;
     // connections wait in the backlog meanwhile.
     bool paused = false;
-    bool warned = false;  // one log line per episode
+    bool warned = false;    // one log line per episode
+    bool refusing = false;  // at max_connections: one log line per episode
     void OnEvent(uint32_t) override;
     void Pause(int err);
   };
@@ -265,9 +266,19 @@ void TcpServer::IoThread::Listener::OnEvent(uint32_t) {
     warned = false;
     TcpServer* s = server;
     if (s->counters_.open.load() >= s->options_.max_connections) {
-      log::Warn("refusing a connection: {} connections open", s->counters_.open.load());
+      s->counters_.refused.fetch_add(1);
+      if (!refusing) {
+        log::Warn("refusing connections: {} open, the limit (--max-connections)",
+                  s->counters_.open.load());
+        refusing = true;
+      }
       ::close(fd);
       continue;
+    }
+    if (refusing) {
+      log::Info("accepting connections again ({} refused since the limit was reached)",
+                s->counters_.refused.load());
+      refusing = false;
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));

@@ -43,6 +43,7 @@ struct TcpServerCounters {
   std::atomic<uint64_t> bytes_out{0};
   std::atomic<uint64_t> closed_bad_record{0};  // too large or stalled
   std::atomic<uint64_t> accept_pauses{0};      // accept() out of descriptors or memory
+  std::atomic<uint64_t> refused{0};            // closed at accept: max_connections open
 };
 
 class TcpServer {

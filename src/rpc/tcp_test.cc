@@ -202,6 +202,49 @@ TEST_F(TcpTest, OutOfDescriptorsAcceptPausesInsteadOfSpinning) {
   ExpectServes();
 }
 
+// Beyond max_connections a connection is closed at accept and counted; the ones
+// open keep being served, and once one closes a new one is accepted again.
+TEST(TcpLimitTest, ConnectionsBeyondTheLimitAreRefusedAndOthersServed) {
+  Dispatcher dispatcher;
+  Program p{"toy", kProg, kVers, {}};
+  p.procs.emplace_back("NULL", [](CallContext&, auto&, auto&) { return accept_stat::SUCCESS; });
+  dispatcher.Register(std::move(p));
+  TcpServerOptions o;
+  o.max_connections = 2;
+  TcpServer server(dispatcher, o);
+  auto port = server.Listen("127.0.0.1", 0);
+  ASSERT_TRUE(port.has_value());
+  server.Start();
+  auto null_call = [&](RpcClient& c) {
+    auto r = c.CallSync(kProg, kVers, kNull, {}, nullptr);
+    return r.has_value() && r->header.ok();
+  };
+  auto a = RpcClient::Connect("127.0.0.1", *port);
+  auto b = RpcClient::Connect("127.0.0.1", *port);
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(null_call(**a) && null_call(**b));  // both accepted and open
+  int third = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(*port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(third, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  char byte;
+  EXPECT_EQ(read(third, &byte, 1), 0) << "the server closes the connection over the limit";
+  close(third);
+  EXPECT_EQ(server.counters().refused.load(), 1u);
+  EXPECT_TRUE(null_call(**a)) << "the open ones keep being served";
+  a->reset();
+  for (int i = 0; i < 6000 && server.counters().open.load() > 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(server.counters().open.load(), 1u);
+  auto c = RpcClient::Connect("127.0.0.1", *port);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_TRUE(null_call(**c)) << "below the limit again, connections are accepted";
+  server.Stop();
+}
+
 TEST_F(TcpTest, GarbageRecordIsDroppedAndConnectionKeepsWorking) {
   int fd = RawSocket();
   // A record of 8 junk bytes, then a valid NULL call on the same connection.
