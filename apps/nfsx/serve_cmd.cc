@@ -36,6 +36,7 @@ struct ServeArgs {
   size_t max_calls_in_flight = rpc::TcpServerOptions{}.max_calls_in_flight;
   int64_t idle_timeout = rpc::TcpServerOptions{}.idle_timeout.count();
   int64_t stall_timeout = rpc::TcpServerOptions{}.stall_timeout.count();
+  int64_t send_timeout = rpc::TcpServerOptions{}.send_timeout.count();
   int stats_interval = 0;
   std::string ports_file;
 };
@@ -105,6 +106,7 @@ int RunServe(const ServeArgs& a) {
   o.transport.max_calls_in_flight = a.max_calls_in_flight;
   o.transport.idle_timeout = std::chrono::seconds(a.idle_timeout);
   o.transport.stall_timeout = std::chrono::seconds(a.stall_timeout);
+  o.transport.send_timeout = std::chrono::seconds(a.send_timeout);
   o.core.rtmax = o.core.wtmax = a.max_io;
   if (a.max_io + 4096 > a.max_record) {
     fmt::print(stderr, "nfsx serve: --max-io must leave 4 KiB of --max-record for headers\n");
@@ -224,6 +226,10 @@ Runner AddServe(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--stall-timeout", a->stall_timeout,
                   "Seconds a half-received record may wait for its next byte")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--send-timeout", a->send_timeout,
+                  "Seconds a connection's queued replies may go unread before it is closed")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--ports-file", a->ports_file,

@@ -87,9 +87,11 @@ class TcpServer::Connection : public EpollItem,
   mutable std::mutex out_mu_;
   std::deque<OutBuffer> out_queue_;  // GUARDED_BY(out_mu_)
   size_t out_offset_ = 0;            // bytes of the front buffer already written
-  size_t out_bytes_ = 0;             // queued bytes not yet written
-  size_t in_flight_ = 0;             // offloaded calls not yet answered
-  bool want_out_ = false;            // EPOLLOUT armed
+  // When the client last took reply bytes, or the queue last went from empty to not.
+  Clock::time_point last_sent_;  // GUARDED_BY(out_mu_)
+  size_t out_bytes_ = 0;         // queued bytes not yet written
+  size_t in_flight_ = 0;         // offloaded calls not yet answered
+  bool want_out_ = false;        // EPOLLOUT armed
   bool read_paused_ = false;
   bool closed_ = false;
   uint32_t interest_ = 0;
@@ -353,6 +355,7 @@ void TcpServer::Connection::ReadAndDispatch() {
   }
   std::lock_guard lock(out_mu_);
   if (closed_) return;
+  if (out_queue_.empty() && !inline_replies.empty()) last_sent_ = Clock::now();
   for (auto& r : inline_replies) {
     out_bytes_ += r.total_size();
     out_queue_.push_back(std::move(r));
@@ -404,6 +407,7 @@ void TcpServer::Connection::HandleRecord(std::span<std::byte> record,
 void TcpServer::Connection::Send(OutBuffer reply) {
   std::lock_guard lock(out_mu_);
   if (closed_) return;  // the DRC still has it for a retransmission on a new connection
+  if (out_queue_.empty()) last_sent_ = Clock::now();
   out_bytes_ += reply.total_size();
   out_queue_.push_back(std::move(reply));
   FlushLocked();
@@ -429,6 +433,7 @@ void TcpServer::Connection::FlushLocked() {
       break;  // the read side notices the broken socket and closes
     }
     server->counters_.bytes_out.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+    if (n > 0) last_sent_ = Clock::now();
     size_t left = static_cast<size_t>(n);
     out_bytes_ -= left;
     while (left > 0 && !out_queue_.empty()) {
@@ -465,6 +470,10 @@ void TcpServer::Connection::UpdateInterestLocked() {
 bool TcpServer::Connection::Idle(Clock::time_point now, const TcpServerOptions& o,
                                  const char** why) const {
   std::lock_guard lock(out_mu_);
+  if (!out_queue_.empty() && now - last_sent_ > o.send_timeout) {
+    *why = "not reading its replies";
+    return true;
+  }
   if (in_flight_ > 0 || !out_queue_.empty()) return false;
   if (reader_.HasPartial() && now - last_progress_ > o.stall_timeout) {
     *why = "stalled in the middle of a record";
@@ -492,6 +501,10 @@ void TcpServer::Connection::Close(const char* why) {
   if (std::strcmp(why, "stalled in the middle of a record") == 0) {
     server->counters_.closed_bad_record.fetch_add(1);
     log::Warn("{}:{}: closing connection: {}", peer_.host, peer_.port, why);
+  } else if (std::strcmp(why, "not reading its replies") == 0) {
+    server->counters_.closed_not_reading.fetch_add(1);
+    log::Warn("{}:{}: closing connection: {} for {} s", peer_.host, peer_.port, why,
+              server->options_.send_timeout.count());
   } else {
     log::Debug("{}:{}: closing connection: {}", peer_.host, peer_.port, why);
   }

@@ -29,8 +29,12 @@ struct TcpServerOptions {
   int worker_threads = 8;
   size_t max_record = 4u << 20;  // largest call accepted, in bytes
   size_t max_connections = 4096;
-  std::chrono::seconds idle_timeout{360};     // no traffic at all
-  std::chrono::seconds stall_timeout{30};     // half a record and no progress
+  std::chrono::seconds idle_timeout{360};  // no traffic at all
+  std::chrono::seconds stall_timeout{30};  // half a record and no progress
+  // Replies queued and none of their bytes taken by the client for this long: a
+  // client that stopped reading holds server memory, so it is dropped (its DRC
+  // entries stay for a retransmission on a new connection).
+  std::chrono::seconds send_timeout{60};
   size_t max_queued_reply_bytes = 64u << 20;  // per connection; stop reading beyond
   size_t max_calls_in_flight = 512;           // per connection, offloaded calls
 };
@@ -41,9 +45,10 @@ struct TcpServerCounters {
   std::atomic<uint64_t> records{0};
   std::atomic<uint64_t> bytes_in{0};
   std::atomic<uint64_t> bytes_out{0};
-  std::atomic<uint64_t> closed_bad_record{0};  // too large or stalled
-  std::atomic<uint64_t> accept_pauses{0};      // accept() out of descriptors or memory
-  std::atomic<uint64_t> refused{0};            // closed at accept: max_connections open
+  std::atomic<uint64_t> closed_bad_record{0};   // too large or stalled
+  std::atomic<uint64_t> accept_pauses{0};       // accept() out of descriptors or memory
+  std::atomic<uint64_t> refused{0};             // closed at accept: max_connections open
+  std::atomic<uint64_t> closed_not_reading{0};  // replies unread for send_timeout
 };
 
 class TcpServer {

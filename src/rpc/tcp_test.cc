@@ -3,11 +3,13 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <latch>
 #include <thread>
@@ -242,6 +244,80 @@ TEST(TcpLimitTest, ConnectionsBeyondTheLimitAreRefusedAndOthersServed) {
   auto c = RpcClient::Connect("127.0.0.1", *port);
   ASSERT_TRUE(c.has_value());
   EXPECT_TRUE(null_call(**c)) << "below the limit again, connections are accepted";
+  server.Stop();
+}
+
+// A client that pipelines calls and never reads the replies: the server stops
+// reading its calls once a little is queued, and after send_timeout without the
+// client taking a byte it drops the connection, and with it the queued replies.
+// Before, Idle() was false while replies were queued, so such a client held its
+// queue (up to max_queued_reply_bytes, plus every record read before the check)
+// for ever.
+TEST(TcpLimitTest, AClientThatStopsReadingIsDropped) {
+  Dispatcher dispatcher;
+  Program p{"toy", kProg, kVers, {}};
+  p.procs.emplace_back("NULL", [](CallContext&, auto&, auto&) { return accept_stat::SUCCESS; });
+  p.procs.emplace_back("ECHO", [](CallContext&, xdr::XdrDecoder& a, xdr::XdrEncoder& r) {
+    auto bytes = a.OpaqueView(1u << 24);
+    if (!a.ok()) return accept_stat::GARBAGE_ARGS;
+    r.Bytes(bytes);
+    return accept_stat::SUCCESS;
+  });
+  dispatcher.Register(std::move(p));
+  TcpServerOptions o;
+  o.max_queued_reply_bytes = 1 << 20;
+  o.send_timeout = std::chrono::seconds(1);
+  TcpServer server(dispatcher, o);
+  auto port = server.Listen("127.0.0.1", 0);
+  ASSERT_TRUE(port.has_value());
+  server.Start();
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int small = 64 << 10;  // the client's receive buffer fills fast
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(*port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  // ECHO calls of 64 KiB each, sent until the socket takes no more.
+  std::vector<std::byte> payload(64 << 10, std::byte{0x5a});
+  size_t sent_calls = 0;
+  for (uint32_t xid = 1; xid < 4000; ++xid) {
+    auto call = testing::CallBytes(xid, kProg, kVers, kEcho, {},
+                                   [&](xdr::XdrEncoder& e) { e.Bytes(payload); });
+    std::vector<std::byte> rec(4 + call.size());
+    xdr::StoreBe32(rec.data(), kLastFragment | static_cast<uint32_t>(call.size()));
+    std::memcpy(rec.data() + 4, call.data(), call.size());
+    size_t off = 0;
+    while (off < rec.size()) {
+      ssize_t n = send(fd, rec.data() + off, rec.size() - off, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n > 0) {
+        off += static_cast<size_t>(n);
+        continue;
+      }
+      // Full for now: the server may still be reading. Two seconds without room
+      // means it stopped (kernel buffers hold a few MiB of replies first).
+      pollfd pfd{fd, POLLOUT, 0};
+      if (n < 0 && errno == EAGAIN && poll(&pfd, 1, 2000) == 1) continue;
+      break;
+    }
+    if (off < rec.size()) break;  // the server stopped reading us
+    ++sent_calls;
+  }
+  EXPECT_GT(sent_calls, 16u) << "the server stopped reading before anything was queued";
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (server.counters().closed_not_reading.load() == 0 &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(server.counters().closed_not_reading.load(), 1u)
+      << "the connection was kept; calls sent " << sent_calls << ", records "
+      << server.counters().records.load() << ", bytes out " << server.counters().bytes_out.load();
+  auto other = RpcClient::Connect("127.0.0.1", *port);
+  ASSERT_TRUE(other.has_value());
+  auto r = (*other)->CallSync(kProg, kVers, kNull, {}, nullptr);
+  EXPECT_TRUE(r.has_value() && r->header.ok()) << "others are served meanwhile";
+  close(fd);
   server.Stop();
 }
 
