@@ -59,6 +59,8 @@ class TcpServer::Connection : public EpollItem,
   }
 
   void OnEvent(uint32_t events) override;
+  // Runs the records held back while the replies were over the caps (I/O thread).
+  void RunHeld();
   // Adds the socket to its I/O thread's epoll set (I/O thread).
   void Register();
   // Queues a finished reply (any thread) and writes what the socket takes.
@@ -71,7 +73,13 @@ class TcpServer::Connection : public EpollItem,
 
  private:
   void ReadAndDispatch();
+  // Runs the complete records already read while the connection's replies stay
+  // under its caps (counting `*pending` bytes of replies not yet queued). Stops
+  // when they do not, leaving the rest buffered (held_). False: a record too large.
+  bool DispatchBuffered(std::vector<OutBuffer>* inline_replies, size_t* pending);
   void HandleRecord(std::span<std::byte> record, std::vector<OutBuffer>* inline_replies);
+  // REQUIRES: out_mu_. Accounts `n` more queued reply bytes.
+  void QueuedLocked(size_t n);
   // REQUIRES: out_mu_ held.
   void FlushLocked();
   void UpdateInterestLocked();
@@ -91,7 +99,11 @@ class TcpServer::Connection : public EpollItem,
   Clock::time_point last_sent_;  // GUARDED_BY(out_mu_)
   size_t out_bytes_ = 0;         // queued bytes not yet written
   size_t in_flight_ = 0;         // offloaded calls not yet answered
-  bool want_out_ = false;        // EPOLLOUT armed
+  // Complete records are buffered, not run: the replies were over the caps. The I/O
+  // thread runs them (IoThread::Resume) once the replies drain.
+  bool held_ = false;           // GUARDED_BY(out_mu_)
+  bool resume_posted_ = false;  // GUARDED_BY(out_mu_)
+  bool want_out_ = false;       // EPOLLOUT armed
   bool read_paused_ = false;
   bool closed_ = false;
   uint32_t interest_ = 0;
@@ -133,6 +145,14 @@ class TcpServer::IoThread : public EpollItem {
     {
       std::lock_guard lock(pending_mu_);
       pending_.emplace_back(fd, std::move(peer));
+    }
+    Wake();
+  }
+  // Has the I/O thread run a connection's held records (any thread).
+  void Resume(std::weak_ptr<Connection> conn) {
+    {
+      std::lock_guard lock(pending_mu_);
+      resume_.push_back(std::move(conn));
     }
     Wake();
   }
@@ -192,6 +212,7 @@ class TcpServer::IoThread : public EpollItem {
   std::atomic<bool> stop_{false};
   std::mutex pending_mu_;
   std::vector<std::pair<int, Peer>> pending_;
+  std::vector<std::weak_ptr<Connection>> resume_;  // GUARDED_BY(pending_mu_)
   std::unordered_map<int, std::shared_ptr<Connection>> conns_;
   // Connections closed during this epoll batch: later events of the batch may still
   // point at them, so they are destroyed only after the batch.
@@ -223,9 +244,14 @@ void TcpServer::IoThread::OnEvent(uint32_t) {
   while (::read(wake_fd_, &v, sizeof(v)) > 0) {
   }
   std::vector<std::pair<int, Peer>> adopted;
+  std::vector<std::weak_ptr<Connection>> resumed;
   {
     std::lock_guard lock(pending_mu_);
     adopted.swap(pending_);
+    resumed.swap(resume_);
+  }
+  for (auto& weak : resumed) {
+    if (auto conn = weak.lock()) conn->RunHeld();
   }
   for (auto& [fd, peer] : adopted) {
     auto conn =
@@ -326,8 +352,22 @@ void TcpServer::Connection::OnEvent(uint32_t events) {
 void TcpServer::Connection::ReadAndDispatch() {
   TcpServer* server = thread_->server();
   std::vector<OutBuffer> inline_replies;
+  size_t pending = 0;
+  auto too_large = [&] {
+    server->counters_.closed_bad_record.fetch_add(1);
+    log::Warn("{}:{}: record larger than {} bytes: closing the connection", peer_.host, peer_.port,
+              reader_.max_record());
+    for (auto& r : inline_replies) Send(std::move(r));
+    Close("record too large");
+  };
+  // Records held back earlier come first; new bytes are read only once those ran.
+  if (!DispatchBuffered(&inline_replies, &pending)) return too_large();
   // Bounded reads per wakeup keep one busy client from starving the others.
   for (int round = 0; round < 8; ++round) {
+    {
+      std::lock_guard lock(out_mu_);
+      if (held_) break;
+    }
     std::span<std::byte> space = reader_.PrepareWrite();
     ssize_t n = ::read(fd_, space.data(), space.size());
     if (n == 0) return Close("peer closed");
@@ -338,30 +378,61 @@ void TcpServer::Connection::ReadAndDispatch() {
     reader_.CommitWrite(static_cast<size_t>(n));
     server->counters_.bytes_in.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
     last_activity_ = last_progress_ = Clock::now();
-    std::span<std::byte> record;
-    RecordReader::Status st;
-    while ((st = reader_.Next(&record)) == RecordReader::Status::kRecord) {
-      server->counters_.records.fetch_add(1, std::memory_order_relaxed);
-      HandleRecord(record, &inline_replies);
-    }
-    if (st == RecordReader::Status::kTooLarge) {
-      server->counters_.closed_bad_record.fetch_add(1);
-      log::Warn("{}:{}: record larger than {} bytes: closing the connection", peer_.host,
-                peer_.port, reader_.max_record());
-      for (auto& r : inline_replies) Send(std::move(r));
-      return Close("record too large");
-    }
+    if (!DispatchBuffered(&inline_replies, &pending)) return too_large();
     if (static_cast<size_t>(n) < space.size()) break;  // drained the socket
   }
   std::lock_guard lock(out_mu_);
   if (closed_) return;
   if (out_queue_.empty() && !inline_replies.empty()) last_sent_ = Clock::now();
   for (auto& r : inline_replies) {
-    out_bytes_ += r.total_size();
+    QueuedLocked(r.total_size());
     out_queue_.push_back(std::move(r));
   }
   FlushLocked();
   if (!reader_.HasPartial()) reader_.ShrinkIfIdle(1u << 20);
+}
+
+void TcpServer::Connection::RunHeld() {
+  {
+    std::lock_guard lock(out_mu_);
+    resume_posted_ = false;
+    if (closed_) return;
+  }
+  ReadAndDispatch();
+}
+
+bool TcpServer::Connection::DispatchBuffered(std::vector<OutBuffer>* inline_replies,
+                                             size_t* pending) {
+  TcpServer* server = thread_->server();
+  for (;;) {
+    {
+      // Before each call, not after a batch: a few KiB of pipelined READ calls ask
+      // for gigabytes of replies.
+      std::lock_guard lock(out_mu_);
+      const TcpServerOptions& o = server->options_;
+      held_ =
+          out_bytes_ + *pending > o.max_queued_reply_bytes || in_flight_ >= o.max_calls_in_flight;
+      if (held_) return true;
+    }
+    std::span<std::byte> record;
+    RecordReader::Status st = reader_.Next(&record);
+    if (st == RecordReader::Status::kTooLarge) return false;
+    if (st != RecordReader::Status::kRecord) return true;
+    server->counters_.records.fetch_add(1, std::memory_order_relaxed);
+    size_t before = inline_replies->size();
+    HandleRecord(record, inline_replies);
+    for (size_t i = before; i < inline_replies->size(); ++i) {
+      *pending += (*inline_replies)[i].total_size();
+    }
+  }
+}
+
+void TcpServer::Connection::QueuedLocked(size_t n) {
+  out_bytes_ += n;
+  auto& peak = thread_->server()->counters_.queued_reply_bytes_peak;
+  uint64_t seen = peak.load(std::memory_order_relaxed);
+  while (out_bytes_ > seen && !peak.compare_exchange_weak(seen, out_bytes_)) {
+  }
 }
 
 void TcpServer::Connection::HandleRecord(std::span<std::byte> record,
@@ -408,7 +479,7 @@ void TcpServer::Connection::Send(OutBuffer reply) {
   std::lock_guard lock(out_mu_);
   if (closed_) return;  // the DRC still has it for a retransmission on a new connection
   if (out_queue_.empty()) last_sent_ = Clock::now();
-  out_bytes_ += reply.total_size();
+  QueuedLocked(reply.total_size());
   out_queue_.push_back(std::move(reply));
   FlushLocked();
 }
@@ -454,12 +525,18 @@ void TcpServer::Connection::FlushLocked() {
 
 bool TcpServer::Connection::ShouldPauseLocked() const {
   const TcpServerOptions& o = thread_->server()->options_;
-  return out_bytes_ > o.max_queued_reply_bytes || in_flight_ > o.max_calls_in_flight;
+  return out_bytes_ > o.max_queued_reply_bytes || in_flight_ >= o.max_calls_in_flight;
 }
 
 void TcpServer::Connection::UpdateInterestLocked() {
   if (closed_) return;
-  read_paused_ = ShouldPauseLocked();
+  bool over = ShouldPauseLocked();
+  if (held_ && !over && !resume_posted_) {
+    // Replies drained below the caps: the held records run on the I/O thread.
+    resume_posted_ = true;
+    thread_->Resume(weak_from_this());
+  }
+  read_paused_ = over || held_;
   uint32_t want = (read_paused_ ? 0u : uint32_t{EPOLLIN}) | (want_out_ ? uint32_t{EPOLLOUT} : 0u);
   if (want != interest_) {
     thread_->Modify(fd_, this, want);

@@ -45,10 +45,11 @@ struct TcpServerCounters {
   std::atomic<uint64_t> records{0};
   std::atomic<uint64_t> bytes_in{0};
   std::atomic<uint64_t> bytes_out{0};
-  std::atomic<uint64_t> closed_bad_record{0};   // too large or stalled
-  std::atomic<uint64_t> accept_pauses{0};       // accept() out of descriptors or memory
-  std::atomic<uint64_t> refused{0};             // closed at accept: max_connections open
-  std::atomic<uint64_t> closed_not_reading{0};  // replies unread for send_timeout
+  std::atomic<uint64_t> closed_bad_record{0};        // too large or stalled
+  std::atomic<uint64_t> accept_pauses{0};            // accept() out of descriptors or memory
+  std::atomic<uint64_t> refused{0};                  // closed at accept: max_connections open
+  std::atomic<uint64_t> closed_not_reading{0};       // replies unread for send_timeout
+  std::atomic<uint64_t> queued_reply_bytes_peak{0};  // most queued on one connection
 };
 
 class TcpServer {

@@ -321,6 +321,75 @@ TEST(TcpLimitTest, AClientThatStopsReadingIsDropped) {
   server.Stop();
 }
 
+// Small calls, big replies, a client that reads nothing for a while (the issue's
+// pipelined 1 MiB READs): the cap on queued replies holds before each call is
+// run, not after a batch of reads. Before, every record of up to 8 socket reads
+// ran first: 400 calls of ~60 bytes queued 100 MiB here. The held calls still
+// run, all of them, once the client reads.
+TEST(TcpLimitTest, PipelinedCallsWithBigRepliesStayUnderTheReplyCap) {
+  constexpr size_t kReply = 256 << 10, kCap = 1 << 20;
+  constexpr uint32_t kBig = 3, kCalls = 400;
+  Dispatcher dispatcher;
+  Program p{"toy", kProg, kVers, {}};
+  p.procs.emplace_back("NULL", [](CallContext&, auto&, auto&) { return accept_stat::SUCCESS; });
+  p.procs.emplace_back("ECHO", [](CallContext&, auto&, auto&) { return accept_stat::SUCCESS; });
+  p.procs.emplace_back("SLEEP", [](CallContext&, auto&, auto&) { return accept_stat::SUCCESS; });
+  p.procs.emplace_back("BIG", [](CallContext&, xdr::XdrDecoder&, xdr::XdrEncoder& r) {
+    static const std::vector<std::byte> zeros(kReply);
+    r.Bytes(zeros);
+    return accept_stat::SUCCESS;
+  });
+  dispatcher.Register(std::move(p));
+  TcpServerOptions o;
+  o.max_queued_reply_bytes = kCap;
+  TcpServer server(dispatcher, o);
+  auto port = server.Listen("127.0.0.1", 0);
+  ASSERT_TRUE(port.has_value());
+  server.Start();
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(*port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  std::vector<std::byte> calls;
+  for (uint32_t xid = 1; xid <= kCalls; ++xid) {
+    auto call = testing::CallBytes(xid, kProg, kVers, kBig);
+    std::byte mark[4];
+    xdr::StoreBe32(mark, kLastFragment | static_cast<uint32_t>(call.size()));
+    calls.insert(calls.end(), mark, mark + 4);
+    calls.insert(calls.end(), call.begin(), call.end());
+  }
+  ASSERT_EQ(send(fd, calls.data(), calls.size(), MSG_NOSIGNAL), static_cast<ssize_t>(calls.size()));
+  // Let the server do all it will do without our reading: the record count stops.
+  uint64_t records = 0;
+  for (int quiet = 0; quiet < 50;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    uint64_t now = server.counters().records.load();
+    quiet = now == records ? quiet + 1 : 0;
+    records = now;
+  }
+  EXPECT_LT(records, kCalls) << "every call ran although nobody read the replies";
+  EXPECT_LE(server.counters().queued_reply_bytes_peak.load(), kCap + kReply + 4096)
+      << "replies queued beyond the cap";
+  // Now read everything: every call gets its reply.
+  rpc::RecordReader reader(kReply + 4096);
+  uint32_t replies = 0;
+  while (replies < kCalls) {
+    pollfd pfd{fd, POLLIN, 0};
+    ASSERT_EQ(poll(&pfd, 1, 60000), 1) << "stuck after " << replies << " replies";
+    auto space = reader.PrepareWrite();
+    ssize_t n = read(fd, space.data(), space.size());
+    ASSERT_GT(n, 0) << "closed after " << replies << " replies";
+    reader.CommitWrite(static_cast<size_t>(n));
+    std::span<std::byte> rec;
+    while (reader.Next(&rec) == rpc::RecordReader::Status::kRecord) ++replies;
+  }
+  EXPECT_EQ(replies, kCalls);
+  close(fd);
+  server.Stop();
+}
+
 TEST_F(TcpTest, GarbageRecordIsDroppedAndConnectionKeepsWorking) {
   int fd = RawSocket();
   // A record of 8 junk bytes, then a valid NULL call on the same connection.
