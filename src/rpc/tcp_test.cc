@@ -162,6 +162,13 @@ TEST_F(TcpTest, OversizedRecordClosesOnlyThatConnection) {
 // tick at a time, and the connection that waited in the backlog is served once
 // descriptors are free again.
 TEST_F(TcpTest, OutOfDescriptorsAcceptPausesInsteadOfSpinning) {
+#if defined(__SANITIZE_ADDRESS__)
+  // The ASan build has UBSan, whose vptr check opens a pipe to see whether memory
+  // is readable: with the descriptor table full (the point of this test) it cannot,
+  // and it reports a valid object as having an invalid vptr. The plain and TSan
+  // builds run this test.
+  GTEST_SKIP() << "UBSan's vptr check needs free descriptors";
+#endif
   rlimit old{};
   ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
   size_t open_now = 0;
