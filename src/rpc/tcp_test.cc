@@ -24,17 +24,36 @@ namespace {
 constexpr uint32_t kProg = 400200, kVers = 1;
 enum : uint32_t { kNull = 0, kEcho = 1, kSleep = 2 };
 
+// The toy program's NULL and ECHO (procedures 0 and 1).
+Program NullAndEcho() {
+  Program p{"toy", kProg, kVers, {}};
+  p.procs.emplace_back("NULL", [](CallContext&, auto&, auto&) { return accept_stat::SUCCESS; });
+  p.procs.emplace_back("ECHO", [](CallContext&, xdr::XdrDecoder& a, xdr::XdrEncoder& r) {
+    auto bytes = a.OpaqueView(1u << 24);
+    if (!a.ok()) return accept_stat::GARBAGE_ARGS;
+    r.Bytes(bytes);
+    return accept_stat::SUCCESS;
+  });
+  return p;
+}
+
+// A raw socket connected to the loopback `port` (with a receive buffer of
+// `rcvbuf` bytes if given), for what no well-behaved client would do.
+int RawSocketTo(uint16_t port, int rcvbuf = 0) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (rcvbuf > 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  return fd;
+}
+
 class TcpTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    Program p{"toy", kProg, kVers, {}};
-    p.procs.emplace_back("NULL", [](CallContext&, auto&, auto&) { return accept_stat::SUCCESS; });
-    p.procs.emplace_back("ECHO", [](CallContext&, xdr::XdrDecoder& a, xdr::XdrEncoder& r) {
-      auto bytes = a.OpaqueView(1u << 24);
-      if (!a.ok()) return accept_stat::GARBAGE_ARGS;
-      r.Bytes(bytes);
-      return accept_stat::SUCCESS;
-    });
+    Program p = NullAndEcho();
     p.procs.emplace_back(
         "SLEEP",
         [this](CallContext&, xdr::XdrDecoder& a, xdr::XdrEncoder& r) {
@@ -74,15 +93,7 @@ class TcpTest : public ::testing::Test {
   }
 
   // A raw socket, for sending bytes no well-behaved client would send.
-  int RawSocket() {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port_);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-    return fd;
-  }
+  int RawSocket() { return RawSocketTo(port_); }
 
   void ExpectServes() {
     auto c = Client();
@@ -215,9 +226,7 @@ TEST_F(TcpTest, OutOfDescriptorsAcceptPausesInsteadOfSpinning) {
 // open keep being served, and once one closes a new one is accepted again.
 TEST(TcpLimitTest, ConnectionsBeyondTheLimitAreRefusedAndOthersServed) {
   Dispatcher dispatcher;
-  Program p{"toy", kProg, kVers, {}};
-  p.procs.emplace_back("NULL", [](CallContext&, auto&, auto&) { return accept_stat::SUCCESS; });
-  dispatcher.Register(std::move(p));
+  dispatcher.Register(NullAndEcho());
   TcpServerOptions o;
   o.max_connections = 2;
   TcpServer server(dispatcher, o);
@@ -232,12 +241,7 @@ TEST(TcpLimitTest, ConnectionsBeyondTheLimitAreRefusedAndOthersServed) {
   auto b = RpcClient::Connect("127.0.0.1", *port);
   ASSERT_TRUE(a && b);
   ASSERT_TRUE(null_call(**a) && null_call(**b));  // both accepted and open
-  int third = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(*port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(third, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  int third = RawSocketTo(*port);
   char byte;
   EXPECT_EQ(read(third, &byte, 1), 0) << "the server closes the connection over the limit";
   close(third);
@@ -262,15 +266,7 @@ TEST(TcpLimitTest, ConnectionsBeyondTheLimitAreRefusedAndOthersServed) {
 // for ever.
 TEST(TcpLimitTest, AClientThatStopsReadingIsDropped) {
   Dispatcher dispatcher;
-  Program p{"toy", kProg, kVers, {}};
-  p.procs.emplace_back("NULL", [](CallContext&, auto&, auto&) { return accept_stat::SUCCESS; });
-  p.procs.emplace_back("ECHO", [](CallContext&, xdr::XdrDecoder& a, xdr::XdrEncoder& r) {
-    auto bytes = a.OpaqueView(1u << 24);
-    if (!a.ok()) return accept_stat::GARBAGE_ARGS;
-    r.Bytes(bytes);
-    return accept_stat::SUCCESS;
-  });
-  dispatcher.Register(std::move(p));
+  dispatcher.Register(NullAndEcho());
   TcpServerOptions o;
   o.max_queued_reply_bytes = 1 << 20;
   o.send_timeout = std::chrono::seconds(1);
@@ -278,14 +274,7 @@ TEST(TcpLimitTest, AClientThatStopsReadingIsDropped) {
   auto port = server.Listen("127.0.0.1", 0);
   ASSERT_TRUE(port.has_value());
   server.Start();
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  int small = 64 << 10;  // the client's receive buffer fills fast
-  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(*port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  int fd = RawSocketTo(*port, 64 << 10);  // a small receive buffer fills fast
   // ECHO calls of 64 KiB each, sent until the socket takes no more.
   std::vector<std::byte> payload(64 << 10, std::byte{0x5a});
   size_t sent_calls = 0;
@@ -337,9 +326,7 @@ TEST(TcpLimitTest, PipelinedCallsWithBigRepliesStayUnderTheReplyCap) {
   constexpr size_t kReply = 256 << 10, kCap = 1 << 20;
   constexpr uint32_t kBig = 3, kCalls = 400;
   Dispatcher dispatcher;
-  Program p{"toy", kProg, kVers, {}};
-  p.procs.emplace_back("NULL", [](CallContext&, auto&, auto&) { return accept_stat::SUCCESS; });
-  p.procs.emplace_back("ECHO", [](CallContext&, auto&, auto&) { return accept_stat::SUCCESS; });
+  Program p = NullAndEcho();
   p.procs.emplace_back("SLEEP", [](CallContext&, auto&, auto&) { return accept_stat::SUCCESS; });
   p.procs.emplace_back("BIG", [](CallContext&, xdr::XdrDecoder&, xdr::XdrEncoder& r) {
     static const std::vector<std::byte> zeros(kReply);
@@ -353,12 +340,7 @@ TEST(TcpLimitTest, PipelinedCallsWithBigRepliesStayUnderTheReplyCap) {
   auto port = server.Listen("127.0.0.1", 0);
   ASSERT_TRUE(port.has_value());
   server.Start();
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(*port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  int fd = RawSocketTo(*port);
   std::vector<std::byte> calls;
   for (uint32_t xid = 1; xid <= kCalls; ++xid) {
     auto call = testing::CallBytes(xid, kProg, kVers, kBig);
