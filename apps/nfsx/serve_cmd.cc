@@ -37,6 +37,8 @@ struct ServeArgs {
   int64_t idle_timeout = rpc::TcpServerOptions{}.idle_timeout.count();
   int64_t stall_timeout = rpc::TcpServerOptions{}.stall_timeout.count();
   int64_t send_timeout = rpc::TcpServerOptions{}.send_timeout.count();
+  int64_t drc_window = rpc::DrcOptions{}.window.count();
+  size_t drc_memory_mib = (rpc::DrcOptions{}.namespace_bytes + rpc::DrcOptions{}.write_bytes) >> 20;
   int stats_interval = 0;
   std::string ports_file;
 };
@@ -107,6 +109,10 @@ int RunServe(const ServeArgs& a) {
   o.transport.idle_timeout = std::chrono::seconds(a.idle_timeout);
   o.transport.stall_timeout = std::chrono::seconds(a.stall_timeout);
   o.transport.send_timeout = std::chrono::seconds(a.send_timeout);
+  o.drc.window = std::chrono::seconds(a.drc_window);
+  // An eighth for WRITE replies, the rest for the namespace operations that matter.
+  o.drc.write_bytes = (a.drc_memory_mib << 20) / 8;
+  o.drc.namespace_bytes = (a.drc_memory_mib << 20) - o.drc.write_bytes;
   o.core.rtmax = o.core.wtmax = a.max_io;
   if (a.max_io + 4096 > a.max_record) {
     fmt::print(stderr, "nfsx serve: --max-io must leave 4 KiB of --max-record for headers\n");
@@ -230,6 +236,15 @@ Runner AddServe(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--send-timeout", a->send_timeout,
                   "Seconds a connection's queued replies may go unread before it is closed")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--drc-window", a->drc_window,
+                  "Seconds the duplicate request cache keeps the replies of CREATE, REMOVE, "
+                  "RENAME... for a retransmission after a reconnect")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--drc-memory", a->drc_memory_mib,
+                  "MiB for the duplicate request cache (an eighth of it for WRITE replies)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--ports-file", a->ports_file,

@@ -34,8 +34,8 @@ uint64_t ProcStats::PercentileMicros(double fraction) const {
 
 void Dispatcher::Register(Program program) { programs_.push_back(std::move(program)); }
 
-const Program* Dispatcher::FindProgram(uint32_t prog, uint32_t vers, uint32_t* low,
-                                       uint32_t* high, bool* prog_known) const {
+const Program* Dispatcher::FindProgram(uint32_t prog, uint32_t vers, uint32_t* low, uint32_t* high,
+                                       bool* prog_known) const {
   *prog_known = false;
   *low = UINT32_MAX;
   *high = 0;
@@ -93,10 +93,12 @@ Dispatcher::Route Dispatcher::Accept(std::span<const std::byte> record, const Pe
   call->proc = &program->procs[h.proc];
   call->args = record.subspan(static_cast<size_t>(d.position() - record.data()));
   call->drc = false;
-  if (call->proc->flags & kProcNonIdempotent) {
+  if (call->proc->flags & (kProcNonIdempotent | kProcRewritesData)) {
     call->drc_key = DuplicateRequestCache::MakeKey(h, peer, call->args);
+    DrcClass cls =
+        (call->proc->flags & kProcNonIdempotent) ? DrcClass::kNamespace : DrcClass::kWrite;
     std::vector<std::byte> cached;
-    switch (drc_.Begin(call->drc_key, &cached)) {
+    switch (drc_.Begin(call->drc_key, cls, &cached)) {
       case DuplicateRequestCache::Lookup::kNew:
         call->drc = true;
         break;
@@ -133,9 +135,9 @@ void Dispatcher::Run(Call& call, const Peer& peer, OutBuffer* reply) {
   }
   EndRecord(reply);
   if (call.drc) drc_.Finish(call.drc_key, reply->Flatten());
-  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
-                                                                 start)
-                .count();
+  auto ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count();
   call.proc->stats.Record(static_cast<uint64_t>(ns));
 }
 

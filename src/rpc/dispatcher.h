@@ -19,7 +19,7 @@ namespace nfsx::rpc {
 
 class Dispatcher {
  public:
-  explicit Dispatcher(size_t drc_entries = 8192) : drc_(drc_entries) {}
+  explicit Dispatcher(DrcOptions drc = {}) : drc_(std::move(drc)) {}
 
   // REQUIRES: before the first call is routed.
   void Register(Program program);

@@ -33,8 +33,14 @@ struct CallContext {
 
 enum ProcFlag : uint32_t {
   kProcInline = 0,
-  kProcMayBlock = 1u << 0,       // may wait on disk (fsync): run it off the I/O thread
-  kProcNonIdempotent = 1u << 1,  // replies are remembered in the duplicate request cache
+  kProcMayBlock = 1u << 0,  // may wait on disk (fsync): run it off the I/O thread
+  // Must not run twice: replies are kept in the duplicate request cache for its
+  // retention window.
+  kProcNonIdempotent = 1u << 1,
+  // Running twice rewrites the same bytes, harmful only if another write to the
+  // range came between (WRITE): replies are kept in the cache's separate, smaller
+  // class, so that they never push out those of kProcNonIdempotent calls.
+  kProcRewritesData = 1u << 2,
 };
 
 // Decodes arguments from `args` and appends results to `results`.

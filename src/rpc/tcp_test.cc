@@ -40,14 +40,7 @@ Program NullAndEcho() {
 // A raw socket connected to the loopback `port` (with a receive buffer of
 // `rcvbuf` bytes if given), for what no well-behaved client would do.
 int RawSocketTo(uint16_t port, int rcvbuf = 0) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (rcvbuf > 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  return fd;
+  return testing::RawLoopbackSocket(port, nullptr, rcvbuf);
 }
 
 class TcpTest : public ::testing::Test {

@@ -80,30 +80,15 @@ TEST_P(FaultTest, BackendErrorsBecomeProtocolErrors) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, FaultTest,
-                         ::testing::Values(BackendKind::kMemory, BackendKind::kLocal),
-                         BackendName);
+                         ::testing::Values(BackendKind::kMemory, BackendKind::kLocal), BackendName);
 
-// Sends one record on a raw socket and reads one record back.
+// Sends one record on a new connection and reads one record back.
 std::vector<std::byte> RawCall(uint16_t port, const std::vector<std::byte>& call) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  std::vector<std::byte> out(4);
-  xdr::StoreBe32(out.data(), rpc::kLastFragment | static_cast<uint32_t>(call.size()));
-  out.insert(out.end(), call.begin(), call.end());
-  EXPECT_EQ(write(fd, out.data(), out.size()), static_cast<ssize_t>(out.size()));
-  std::byte mark[4];
-  EXPECT_EQ(read(fd, mark, 4), 4);
-  std::vector<std::byte> reply(xdr::LoadBe32(mark) & ~rpc::kLastFragment);
-  size_t got = 0;
-  while (got < reply.size()) {
-    ssize_t n = read(fd, reply.data() + got, reply.size() - got);
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
+  int fd = rpc::testing::RawLoopbackSocket(port);
+  std::vector<std::byte> out;
+  rpc::testing::AppendRecord(&out, call);
+  EXPECT_TRUE(rpc::testing::WriteAll(fd, out));
+  auto reply = rpc::testing::ReadRecord(fd);
   close(fd);
   return reply;
 }
@@ -111,9 +96,9 @@ std::vector<std::byte> RawCall(uint16_t port, const std::vector<std::byte>& call
 TEST_P(FaultTest, RetransmittedRenameGetsTheOriginalReplyOnANewConnection) {
   MustCreate("old");
   RENAME3args rn{{root_, {"old"}}, {root_, {"new"}}};
-  auto call = rpc::testing::CallBytes(0x5eed, NFS_PROGRAM, NFS_V3,
-                                      static_cast<uint32_t>(nfsproc3::RENAME), cred_,
-                                      [&](xdr::XdrEncoder& e) { e(rn); });
+  auto call =
+      rpc::testing::CallBytes(0x5eed, NFS_PROGRAM, NFS_V3, static_cast<uint32_t>(nfsproc3::RENAME),
+                              cred_, [&](xdr::XdrEncoder& e) { e(rn); });
   auto first = RawCall(harness_->server().nfs_port(), call);
   auto second = RawCall(harness_->server().nfs_port(), call);  // a new source port
   EXPECT_EQ(first, second);

@@ -1,8 +1,7 @@
 #include "server/server.h"
 
-#include <sys/resource.h>
-
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include "base/logging.h"
 #include "proto/mount3_types.h"
@@ -27,7 +26,7 @@ void RaiseFileLimit() {
 }  // namespace
 
 Server::Server(ExportTable exports, ServerOptions options)
-    : exports_(std::move(exports)), options_(std::move(options)) {}
+    : exports_(std::move(exports)), options_(std::move(options)), dispatcher_(options_.drc) {}
 
 Server::~Server() { Stop(); }
 
@@ -36,8 +35,8 @@ Result<std::unique_ptr<Server>> Server::Create(ExportTable exports, ServerOption
   RaiseFileLimit();
   auto key = LoadOrCreateHandleKey(options.state_dir);
   if (!key) {
-    *error = fmt::format("state directory {}: {}", options.state_dir,
-                         std::strerror(key.error().code));
+    *error =
+        fmt::format("state directory {}: {}", options.state_dir, std::strerror(key.error().code));
     return std::unexpected(key.error());
   }
   std::unique_ptr<Server> s(new Server(std::move(exports), std::move(options)));
@@ -100,10 +99,10 @@ Result<void> Server::Start(std::string* error) {
     portmap_port_ = *pm;
     using portmap::mapping;
     constexpr uint32_t kTcp = portmap::IPPROTO_TCP_;
-    portmap_ = std::make_unique<PortmapService>(std::vector<mapping>{
-        {portmap::PMAP_PROGRAM, portmap::PMAP_VERS, kTcp, portmap_port_},
-        {nfs3::NFS_PROGRAM, nfs3::NFS_V3, kTcp, nfs_port_},
-        {mount3::MOUNT_PROGRAM, mount3::MOUNT_V3, kTcp, mount_port_}});
+    portmap_ = std::make_unique<PortmapService>(
+        std::vector<mapping>{{portmap::PMAP_PROGRAM, portmap::PMAP_VERS, kTcp, portmap_port_},
+                             {nfs3::NFS_PROGRAM, nfs3::NFS_V3, kTcp, nfs_port_},
+                             {mount3::MOUNT_PROGRAM, mount3::MOUNT_V3, kTcp, mount_port_}});
     dispatcher_.Register(portmap_->MakeProgram());
   }
   transport_->Start();
@@ -142,17 +141,21 @@ std::string Server::StatsReport() const {
   out += fmt::format("connections: {} accepted, {} open; records {}; bytes in {} out {}\n",
                      c.accepted.load(), c.open.load(), c.records.load(), c.bytes_in.load(),
                      c.bytes_out.load());
-  out += fmt::format("calls refused {}, duplicate request cache hits {}, verifier rotations {}\n",
-                     dispatcher_.garbage_calls(), dispatcher_.drc().hits(),
+  out += fmt::format("calls refused {}, verifier rotations {}\n", dispatcher_.garbage_calls(),
                      core_->verifiers().rotations());
+  auto drc = dispatcher_.drc().stats();
+  out += fmt::format(
+      "duplicate request cache: {} hits, {} entries, {} KiB namespace + {} KiB write replies, "
+      "{} evicted before their window\n",
+      drc.hits, drc.entries, drc.bytes[0] >> 10, drc.bytes[1] >> 10, drc.early_evictions);
   out += fmt::format("{:<8} {:<12} {:>10} {:>10} {:>8} {:>8} {:>10}\n", "program", "procedure",
                      "calls", "avg_us", "p50_us", "p99_us", "max_us");
   for (const rpc::Program& p : dispatcher_.programs()) {
     for (const rpc::Procedure& proc : p.procs) {
       uint64_t calls = proc.stats.calls.load();
       if (calls == 0) continue;
-      out += fmt::format("{:<8} {:<12} {:>10} {:>10.1f} {:>8} {:>8} {:>10.1f}\n", p.name,
-                         proc.name, calls, proc.stats.total_ns.load() / 1000.0 / calls,
+      out += fmt::format("{:<8} {:<12} {:>10} {:>10.1f} {:>8} {:>8} {:>10.1f}\n", p.name, proc.name,
+                         calls, proc.stats.total_ns.load() / 1000.0 / calls,
                          proc.stats.PercentileMicros(0.5), proc.stats.PercentileMicros(0.99),
                          proc.stats.max_ns.load() / 1000.0);
     }

@@ -23,7 +23,7 @@ enum class Backend { kLocal, kMemory };
 
 struct ServerOptions {
   std::string listen = "127.0.0.1";
-  uint16_t nfs_port = 2049;   // 0 picks a free port
+  uint16_t nfs_port = 2049;  // 0 picks a free port
   uint16_t mount_port = 20048;
   bool portmap = false;
   uint16_t portmap_port = 111;
@@ -33,6 +33,7 @@ struct ServerOptions {
   // backends in fault injectors this way).
   std::function<Result<std::unique_ptr<vfs::Filesystem>>(const Export&)> make_fs;
   rpc::TcpServerOptions transport;
+  rpc::DrcOptions drc;
   CoreOptions core;
 };
 

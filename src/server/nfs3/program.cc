@@ -50,7 +50,7 @@ rpc::Program MakeNfs3Program(Core& core) {
   v.emplace_back("readlink", Adapt(core, &Readlink));
   v.emplace_back("read", Adapt(core, &Read));
   // UNSTABLE writes only reach the page cache and run inline; stable ones sync.
-  v.emplace_back("write", Adapt(core, &Write), kProcNonIdempotent, &StableWrite);
+  v.emplace_back("write", Adapt(core, &Write), rpc::kProcRewritesData, &StableWrite);
   v.emplace_back("create", Adapt(core, &Create), kModifies);
   v.emplace_back("mkdir", Adapt(core, &Mkdir), kModifies);
   v.emplace_back("symlink", Adapt(core, &Symlink), kModifies);
