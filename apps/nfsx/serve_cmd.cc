@@ -186,7 +186,7 @@ Runner AddServe(CLI::App& app) {
       "With --exports FILE, exports what FILE says, in exports(5) syntax, e.g.\n"
       "  /srv/a 127.0.0.1(rw,sync,root_squash) 192.0.2.0/24(ro)\n"
       "Options: rw ro root_squash no_root_squash all_squash anonuid=N anongid=N secure\n"
-      "insecure sync async fsid=N; clients: address, CIDR, '*'.\n"
+      "insecure sync async fsid=N; clients: address, CIDR, host name, *.pattern, '*'.\n"
       "`async` skips the fsync of directories after namespace changes; data writes\n"
       "always reach the stability they report.");
   cmd->add_option("dir", a->dir, "Directory to export (default: the current directory)");

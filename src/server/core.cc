@@ -14,7 +14,9 @@ Core::Core(const HandleKey& key, const ExportTable* table, CoreOptions options)
       table_(table),
       codec_(key),
       open_files_(&verifiers_, options.open_files),
-      files_(options.file_table_capacity) {}
+      files_(options.file_table_capacity),
+      client_names_(options.resolver.reverse ? options.resolver : SystemResolver(),
+                    options.client_names) {}
 
 Core::~Core() {
   for (auto& e : exports_) e->root.reset();
@@ -50,9 +52,12 @@ FileStatePtr Core::Intern(ExportRuntime& exp, vfs::NodePtr node) {
 }
 
 std::expected<Caller, nfsstat3> Core::CallerFor(ExportRuntime& exp, const rpc::CallContext& ctx) {
-  const ExportOptions* opts =
-      exp.config ? table_->Match(*exp.config, reinterpret_cast<const sockaddr*>(&ctx.peer.addr))
-                 : nullptr;
+  const auto* addr = reinterpret_cast<const sockaddr*>(&ctx.peer.addr);
+  const ExportOptions* opts = nullptr;
+  if (exp.config) {
+    std::string name = exp.config->HasNameRules() ? client_names_.NameOf(addr) : std::string();
+    opts = table_->Match(*exp.config, addr, name);
+  }
   if (!opts) return std::unexpected(NFS3ERR_ACCES);
   if (opts->secure && ctx.peer.port >= 1024) {
     log::Debug("{}:{}: refused: export requires a privileged source port", ctx.peer.host,

@@ -14,6 +14,7 @@
 #include "proto/nfs3_types.h"
 #include "rpc/program.h"
 #include "server/access.h"
+#include "server/client_names.h"
 #include "server/export_config.h"
 #include "server/export_runtime.h"
 #include "server/file_handle.h"
@@ -33,6 +34,9 @@ struct CoreOptions {
   uint32_t dtmax = 1u << 20;
   size_t file_table_capacity = 16384;
   OpenFileCacheOptions open_files;
+  // How client names for host-name export rules are found; empty: SystemResolver().
+  NameResolver resolver;
+  ClientNamesOptions client_names;
 };
 
 // Who is asking, on which export, with which rights.
@@ -105,6 +109,7 @@ class Core {
   OpenFileCache& open_files() { return open_files_; }
   FileTable& files() { return files_; }
   const CoreOptions& options() const { return options_; }
+  ClientNames& client_names() { return client_names_; }
 
  private:
   CoreOptions options_;
@@ -116,6 +121,7 @@ class Core {
   OpenFileCache open_files_;
   std::vector<std::unique_ptr<ExportRuntime>> exports_;
   FileTable files_;
+  ClientNames client_names_;
 };
 
 // errno from a backend failure -> the status to answer.

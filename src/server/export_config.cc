@@ -444,6 +444,8 @@ std::optional<uint16_t> ProbeId(std::string_view path, const std::bitset<65536>&
   return std::nullopt;
 }
 
+}  // namespace
+
 std::optional<std::array<uint8_t, 16>> ClientAddress(const sockaddr* sa) {
   if (sa->sa_family == AF_INET) {
     sockaddr_in in;
@@ -459,8 +461,6 @@ std::optional<std::array<uint8_t, 16>> ClientAddress(const sockaddr* sa) {
   }
   return std::nullopt;
 }
-
-}  // namespace
 
 Result<ExportTable> ExportTable::Parse(std::string_view text, std::string* error) {
   auto fail = [error](int line, std::string_view message) {

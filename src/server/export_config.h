@@ -6,7 +6,8 @@
 // differences from Linux:
 //   - `client (opts)`, with a space, is an error. Linux applies "(opts)" to every host,
 //     which is almost never what the writer meant.
-//   - Hostname rules match only a name the caller has already resolved (see Match()).
+//   - Hostname rules match the client's verified name (ClientNames: a reverse lookup of
+//     its address confirmed by a forward lookup), which the caller passes to Match().
 //   - fsid must be a number from 0 to 65535 ("root" means 0), because it becomes the
 //     16-bit export id.
 //
@@ -15,6 +16,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -77,6 +79,11 @@ struct Export {
   // no repeated slashes.
   std::string path;
   std::vector<ClientRule> clients;  // in the order written; never empty
+  // Whether a rule names clients by host name or pattern, so that matching needs the
+  // client's name.
+  bool HasNameRules() const {
+    return std::ranges::any_of(clients, [](const ClientRule& c) { return !c.hostname.empty(); });
+  }
   // Goes into every file handle of the export, so it must stay the same for the same file
   // across restarts: the export's fsid when one is given; otherwise the FNV-1a 64 hash of
   // the path xor-folded to 16 bits, moving up one at a time (wrapping, never 0) past ids
@@ -85,6 +92,10 @@ struct Export {
   // that out.
   uint16_t export_id = 0;
 };
+
+// An AF_INET or AF_INET6 address as 16 bytes, IPv4 in its v4-mapped form
+// (::ffff:a.b.c.d); nullopt for other families.
+std::optional<std::array<uint8_t, 16>> ClientAddress(const sockaddr* addr);
 
 class ExportTable {
  public:

@@ -1,4 +1,5 @@
 // Export rules as clients meet them: ro, squashing, who may mount, secure ports.
+#include <arpa/inet.h>
 #include <sys/stat.h>
 
 #include "server/testing/server_fixture.h"
@@ -103,9 +104,62 @@ TEST_P(ExportRulesTest, SecureExportNeedsAPrivilegedPort) {
             NFS3_OK);
 }
 
+// The issue's own example: `localhost(rw)` used to refuse everyone, because no
+// caller passed Match() a name. This goes through /etc/hosts.
+TEST_P(ExportRulesTest, AHostNameRuleAdmitsThatHost) {
+  StartServer("$DIR localhost(rw,insecure,no_root_squash) *(ro)");
+  EXPECT_EQ(CreateIn(root_, "x").status, NFS3_OK);
+}
+
+// A resolver the test controls: 127.0.0.1 is `name` in reverse, and `name` is
+// `forward` (by default 127.0.0.1 again) forward.
+NameResolver FakeResolver(std::string name, std::string forward = "127.0.0.1",
+                          std::atomic<int>* lookups = nullptr) {
+  auto parse = [](const std::string& ip) {
+    sockaddr_in in{};
+    in.sin_family = AF_INET;
+    inet_pton(AF_INET, ip.c_str(), &in.sin_addr);
+    return *ClientAddress(reinterpret_cast<sockaddr*>(&in));
+  };
+  Address16 local = parse("127.0.0.1"), back = parse(forward);
+  NameResolver r;
+  r.reverse = [=](const Address16& a) -> std::optional<std::string> {
+    if (lookups) lookups->fetch_add(1);
+    if (a != local) return std::nullopt;
+    return name;
+  };
+  r.forward = [=](const std::string& n) {
+    return n == name ? std::vector<Address16>{back} : std::vector<Address16>{};
+  };
+  return r;
+}
+
+TEST_P(ExportRulesTest, WildcardRulesMatchTheClientsVerifiedName) {
+  std::atomic<int> lookups{0};
+  tune_ = [&](ServerOptions& o) {
+    o.core.resolver = FakeResolver("PC1.Lab.Example.", "127.0.0.1", &lookups);
+  };
+  StartServer("$DIR *.lab.example(rw,insecure,no_root_squash) *(ro)");
+  EXPECT_EQ(CreateIn(root_, "x").status, NFS3_OK);
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(AttrOf(root_).type, NF3DIR);
+  EXPECT_EQ(lookups.load(), 1) << "the name is cached";
+}
+
+TEST_P(ExportRulesTest, ANameThatDoesNotResolveBackIsNotTrusted) {
+  // The reverse zone says pc1.lab.example, but that name is another address.
+  tune_ = [](ServerOptions& o) { o.core.resolver = FakeResolver("pc1.lab.example", "192.0.2.9"); };
+  StartServer("$DIR *.lab.example(rw,insecure,no_root_squash) *(ro,insecure)");
+  EXPECT_EQ(CreateIn(root_, "x").status, NFS3ERR_ROFS);
+}
+
+TEST_P(ExportRulesTest, AnAddressRuleBeatsAMatchingName) {
+  tune_ = [](ServerOptions& o) { o.core.resolver = FakeResolver("pc1.lab.example"); };
+  StartServer("$DIR *.lab.example(rw,insecure) 127.0.0.1(ro,insecure,no_root_squash)");
+  EXPECT_EQ(CreateIn(root_, "x").status, NFS3ERR_ROFS);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ExportRulesTest,
-                         ::testing::Values(BackendKind::kMemory, BackendKind::kLocal),
-                         BackendName);
+                         ::testing::Values(BackendKind::kMemory, BackendKind::kLocal), BackendName);
 
 }  // namespace
 }  // namespace nfsx::server::testing

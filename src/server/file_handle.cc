@@ -42,8 +42,8 @@ HandleCodec::Check HandleCodec::Parse(std::span<const std::byte> fh, DecodedHand
   std::byte mac[kHandleMac];
   Mac(fh.first(body), mac);
   if (CRYPTO_memcmp(mac, fh.data() + body, kHandleMac) != 0) return Check::kForged;
-  out->export_id = static_cast<uint16_t>((static_cast<unsigned>(fh[2]) << 8) |
-                                         static_cast<unsigned>(fh[3]));
+  out->export_id =
+      static_cast<uint16_t>((static_cast<unsigned>(fh[2]) << 8) | static_cast<unsigned>(fh[3]));
   out->backend = fh.subspan(kHandleHeader, backend_len);
   return Check::kOk;
 }

@@ -53,8 +53,58 @@ TEST_P(MountTest, SubdirectoryMountsAndErrors) {
   EXPECT_EQ(flavors, (std::vector<uint32_t>{1, 0}));
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, MountTest, ::testing::Values(BackendKind::kMemory),
+mount3::mountlist Dump(rpc::RpcClient& mnt, const rpc::Credential& cred) {
+  auto d = mnt.CallSync(mount3::MOUNT_PROGRAM, mount3::MOUNT_V3, 2, cred, nullptr);
+  EXPECT_TRUE(d.has_value());
+  mount3::mountlist list;
+  if (d) {
+    EXPECT_TRUE(xdr::Decode(d->results, list));
+  }
+  return list;
+}
+
+TEST_P(MountTest, PathSpellingsAreOneEntryAndUmntOfAnySpellingRemovesIt) {
+  const std::string dir = harness_->dir();
+  const std::string variants[] = {
+      dir, dir + "/", dir + "//", "/" + dir + "///",
+      dir.substr(0, dir.rfind('/')) + "//" + dir.substr(dir.rfind('/') + 1)};
+  for (int i = 0; i < 10'000; ++i) {
+    auto m = Mount(variants[i % std::size(variants)]);
+    ASSERT_TRUE(m.has_value());
+    ASSERT_EQ(m->fhs_status, mount3::MNT3_OK) << variants[i % std::size(variants)];
+  }
+  auto list = Dump(*mnt_, cred_);
+  ASSERT_EQ(list.entries.size(), 1u);
+  EXPECT_EQ(list.entries[0].ml_directory.value, dir);
+  mount3::dirpath p{dir + "//"};
+  ASSERT_TRUE(mnt_->CallSync(mount3::MOUNT_PROGRAM, mount3::MOUNT_V3, 3, cred_,
+                             [&](xdr::XdrEncoder& e) { e(p); }));
+  EXPECT_TRUE(Dump(*mnt_, cred_).entries.empty());
+}
+
+class BoundedMountListTest : public MountTest {
+ protected:
+  BoundedMountListTest() {
+    tune_ = [](ServerOptions& o) { o.max_mounts = 3; };
+  }
+};
+
+TEST_P(BoundedMountListTest, MountsBeyondTheBoundSucceedUnlisted) {
+  for (int i = 0; i < 6; ++i) {
+    MKDIR3args md;
+    md.where = {root_, {"d" + std::to_string(i)}};
+    ASSERT_EQ(Call<MKDIR3res>(nfsproc3::MKDIR, md).status, NFS3_OK);
+    auto m = Mount(harness_->dir() + "/d" + std::to_string(i));
+    ASSERT_TRUE(m.has_value());
+    EXPECT_EQ(m->fhs_status, mount3::MNT3_OK);
+  }
+  EXPECT_EQ(Dump(*mnt_, cred_).entries.size(), 3u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, BoundedMountListTest, ::testing::Values(BackendKind::kMemory),
                          BackendName);
+
+INSTANTIATE_TEST_SUITE_P(Backends, MountTest, ::testing::Values(BackendKind::kMemory), BackendName);
 
 TEST(PortmapTest, GetportAndDump) {
   std::string dir = MakeTempDir("pm"), state = MakeTempDir("pmstate");
@@ -71,14 +121,13 @@ TEST(PortmapTest, GetportAndDump) {
   auto c = rpc::RpcClient::Connect("127.0.0.1", (*s)->portmap_port());
   ASSERT_TRUE(c.has_value());
   portmap::mapping want{NFS_PROGRAM, NFS_V3, portmap::IPPROTO_TCP_, 0};
-  auto port = client::CallSync<uint32_t>(**c, portmap::PMAP_PROGRAM, portmap::PMAP_VERS, 3, {},
-                                         want);
+  auto port =
+      client::CallSync<uint32_t>(**c, portmap::PMAP_PROGRAM, portmap::PMAP_VERS, 3, {}, want);
   ASSERT_TRUE(port.has_value());
   EXPECT_EQ(*port, (*s)->nfs_port());
   want.prog = 100021;  // NLM: not offered
-  EXPECT_EQ(*client::CallSync<uint32_t>(**c, portmap::PMAP_PROGRAM, portmap::PMAP_VERS, 3, {},
-                                        want),
-            0u);
+  EXPECT_EQ(
+      *client::CallSync<uint32_t>(**c, portmap::PMAP_PROGRAM, portmap::PMAP_VERS, 3, {}, want), 0u);
   auto dump = (*c)->CallSync(portmap::PMAP_PROGRAM, portmap::PMAP_VERS, 4, {}, nullptr);
   ASSERT_TRUE(dump.has_value());
   portmap::pmaplist list;

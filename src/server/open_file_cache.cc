@@ -90,7 +90,8 @@ void OpenFileCache::Sweep() {
     return a->opens().last_use_ns.load() < b->opens().last_use_ns.load();
   });
   int64_t now = NowNs();
-  int64_t idle_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(options_.idle_timeout).count();
+  int64_t idle_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.idle_timeout).count();
   size_t excess = open_.load() > options_.max_open ? open_.load() - options_.max_open : 0;
   for (auto& s : live) {
     bool idle = now - s->opens().last_use_ns.load() > idle_ns;

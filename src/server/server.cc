@@ -69,7 +69,7 @@ Result<std::unique_ptr<Server>> Server::Create(ExportTable exports, ServerOption
       return std::unexpected(added.error());
     }
   }
-  s->mount_ = std::make_unique<MountService>(*s->core_, s->exports_);
+  s->mount_ = std::make_unique<MountService>(*s->core_, s->exports_, s->options_.max_mounts);
   s->dispatcher_.Register(nfs3proc::MakeNfs3Program(*s->core_));
   s->dispatcher_.Register(s->mount_->MakeProgram());
   s->transport_ = std::make_unique<rpc::TcpServer>(s->dispatcher_, s->options_.transport);
@@ -118,6 +118,7 @@ void Server::Maintenance() {
     if (stopping_) break;
     lock.unlock();
     core_->open_files().Sweep();
+    core_->client_names().Refresh();
     lock.lock();
   }
 }

@@ -34,6 +34,7 @@ struct ServerOptions {
   std::function<Result<std::unique_ptr<vfs::Filesystem>>(const Export&)> make_fs;
   rpc::TcpServerOptions transport;
   rpc::DrcOptions drc;
+  size_t max_mounts = 4096;  // entries in the MOUNT list (DUMP)
   CoreOptions core;
 };
 

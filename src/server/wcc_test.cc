@@ -55,8 +55,7 @@ TEST_P(WccTest, ConcurrentWritersProduceOneUnbrokenChain) {
         a.data = {std::as_bytes(std::span(*owner)), owner};
         auto r = client::CallSync<WRITE3res>(*client, NFS_PROGRAM, NFS_V3,
                                              static_cast<uint32_t>(nfsproc3::WRITE), cred_, a);
-        if (!r || r->status != NFS3_OK || !r->resok.file_wcc.before ||
-            !r->resok.file_wcc.after) {
+        if (!r || r->status != NFS3_OK || !r->resok.file_wcc.before || !r->resok.file_wcc.after) {
           ADD_FAILURE() << "write failed";
           return;
         }
@@ -106,8 +105,7 @@ TEST_P(WccTest, CommitReportsAnEmptyInterval) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, WccTest,
-                         ::testing::Values(BackendKind::kMemory, BackendKind::kLocal),
-                         BackendName);
+                         ::testing::Values(BackendKind::kMemory, BackendKind::kLocal), BackendName);
 
 }  // namespace
 }  // namespace nfsx::server::testing

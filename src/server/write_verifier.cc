@@ -11,8 +11,8 @@ namespace nfsx::server {
 
 WriteVerifiers::WriteVerifiers() {
   // Time keeps verifiers of successive runs apart; randomness covers clock resets.
-  uint64_t now = static_cast<uint64_t>(
-      std::chrono::system_clock::now().time_since_epoch() / std::chrono::nanoseconds(1));
+  uint64_t now = static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch() /
+                                       std::chrono::nanoseconds(1));
   uint32_t rnd = 0;
   if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd)) rnd = static_cast<uint32_t>(now >> 7);
   uint64_t v = (now / 1000) ^ (uint64_t{rnd} << 40) ^ rnd;

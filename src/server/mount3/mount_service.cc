@@ -8,6 +8,16 @@ namespace nfsx::server {
 
 using namespace mount3;
 
+namespace {
+
+std::string CanonicalPath(const std::vector<std::string>& components) {
+  std::string out;
+  for (const std::string& c : components) out += "/" + c;
+  return out.empty() ? "/" : out;
+}
+
+}  // namespace
+
 mountres3 MountService::Mnt(const std::string& path, const rpc::CallContext& ctx) {
   mountres3 res;
   auto wanted = PathComponents(path);
@@ -70,7 +80,12 @@ mountres3 MountService::Mnt(const std::string& path, const rpc::CallContext& ctx
                                 static_cast<uint32_t>(rpc::auth_flavor::AUTH_NONE)};
   {
     std::lock_guard lock(mu_);
-    mounts_.emplace(ctx.peer.host, path);
+    if (mounts_.size() < max_mounts_) {
+      mounts_.emplace(ctx.peer.host, CanonicalPath(wanted));
+    } else if (!mounts_.contains({ctx.peer.host, CanonicalPath(wanted)}) && !warned_full_) {
+      warned_full_ = true;
+      log::Warn("MOUNT list full ({} entries): further mounts are not listed by DUMP", max_mounts_);
+    }
   }
   log::Info("MNT {} from {}:{}", path, ctx.peer.host, ctx.peer.port);
   return res;
@@ -87,7 +102,7 @@ mountlist MountService::Dump() const {
 
 void MountService::Umnt(const std::string& path, const rpc::CallContext& ctx) {
   std::lock_guard lock(mu_);
-  mounts_.erase({ctx.peer.host, path});
+  mounts_.erase({ctx.peer.host, CanonicalPath(PathComponents(path))});
 }
 
 void MountService::Umntall(const rpc::CallContext& ctx) {
@@ -113,13 +128,18 @@ rpc::Program MountService::MakeProgram() {
   rpc::Program p{"mount", MOUNT_PROGRAM, MOUNT_V3, {}};
   auto& v = p.procs;
   v.emplace_back("null", [](rpc::CallContext&, D&, E&) { return accept_stat::SUCCESS; });
-  v.emplace_back("mnt", [this](rpc::CallContext& ctx, D& d, E& e) {
-    dirpath path;
-    d(path);
-    if (!d.ok()) return accept_stat::GARBAGE_ARGS;
-    e(Mnt(path.value, ctx));
-    return accept_stat::SUCCESS;
-  });
+  // MNT is a client's first call: it may wait for DNS (host-name export rules),
+  // so it runs off the I/O threads.
+  v.emplace_back(
+      "mnt",
+      [this](rpc::CallContext& ctx, D& d, E& e) {
+        dirpath path;
+        d(path);
+        if (!d.ok()) return accept_stat::GARBAGE_ARGS;
+        e(Mnt(path.value, ctx));
+        return accept_stat::SUCCESS;
+      },
+      rpc::kProcMayBlock);
   v.emplace_back("dump", [this](rpc::CallContext&, D&, E& e) {
     e(Dump());
     return accept_stat::SUCCESS;

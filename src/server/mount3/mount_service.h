@@ -19,7 +19,10 @@ namespace nfsx::server {
 
 class MountService {
  public:
-  MountService(Core& core, const ExportTable& exports) : core_(core), exports_(exports) {}
+  // The MOUNT list (DUMP) holds at most `max_mounts` entries: it only informs
+  // (showmount), so past that MNT still succeeds and is not listed.
+  MountService(Core& core, const ExportTable& exports, size_t max_mounts = 4096)
+      : core_(core), exports_(exports), max_mounts_(max_mounts) {}
 
   // The program table; `this` must outlive it.
   rpc::Program MakeProgram();
@@ -33,8 +36,12 @@ class MountService {
  private:
   Core& core_;
   const ExportTable& exports_;
+  const size_t max_mounts_;
   mutable std::mutex mu_;
-  std::set<std::pair<std::string, std::string>> mounts_;  // GUARDED_BY(mu_): (host, path)
+  // (host, canonical path): "/a//b/" and "/a/b" are one entry, so UMNT with any
+  // spelling removes what MNT added.
+  std::set<std::pair<std::string, std::string>> mounts_;  // GUARDED_BY(mu_)
+  bool warned_full_ = false;                              // GUARDED_BY(mu_)
 };
 
 }  // namespace nfsx::server
