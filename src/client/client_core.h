@@ -103,6 +103,9 @@ class ClientCore {
   // Sends dirty data; with `commit`, also COMMITs and resends whatever the
   // server may have lost, until every byte is committed under its verifier.
   Result<void> Flush(const InodePtr& ino, bool commit);
+  // Keeps a write-back error that no caller could be told of (pages of a shared
+  // mapping written back at release) for the next fsync/close of the file.
+  void KeepWriteBackError(const InodePtr& ino, int code);
   Result<void> Truncate(const InodePtr& ino, uint64_t size);
   // Flushes and commits every file with unwritten or uncommitted data.
   Result<void> SyncAll();

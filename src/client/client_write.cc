@@ -114,6 +114,11 @@ Result<void> ClientCore::Flush(const InodePtr& ino, bool commit) {
   return {};
 }
 
+void ClientCore::KeepWriteBackError(const InodePtr& ino, int code) {
+  std::lock_guard lock(ino->wb_mu);
+  if (!ino->wb_error) ino->wb_error = code;
+}
+
 Result<void> ClientCore::SendDirty(const InodePtr& ino, stable_how stable) {
   AsLastWriter as(*ino);
   for (int round = 0; round < 64; ++round) {

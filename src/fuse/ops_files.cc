@@ -241,6 +241,8 @@ void NfsFuse::Release(fuse_req_t req, fuse_file_info* fi) {
     if (auto r = core_->Flush(node->ino, true); !r) {
       log::Warn("fuse: write-back of file {} at release: {}", node->ino->fileid(),
                 ErrorString(r.error()));
+      // RELEASE has no caller to tell: the next fsync/close of the file reports it.
+      core_->KeepWriteBackError(node->ino, r.error().code);
     }
   }
   if (node->opens.fetch_sub(1) == 1) {

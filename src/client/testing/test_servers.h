@@ -57,17 +57,16 @@ class NfsxServer : public TestServer {
     o.nfs_port = nfs_port_;
     o.mount_port = mount_port_;
     o.state_dir = state_;
-    if (time_granularity_ns_) {
-      // A filesystem whose clock ticks coarsely (see FaultInjectingFs).
-      o.make_fs = [g = time_granularity_ns_](
-                      const server::Export& e) -> Result<std::unique_ptr<vfs::Filesystem>> {
-        auto local = vfs::MakeLocalFs(e.path);
-        if (!local) return std::unexpected(local.error());
-        auto fs = std::make_unique<vfs::FaultInjectingFs>(std::move(*local));
-        fs->SetTimeGranularity(g);
-        return std::unique_ptr<vfs::Filesystem>(std::move(fs));
-      };
-    }
+    // The export behind a fault injector (faults()), with a coarse clock when asked
+    // (see FaultInjectingFs).
+    o.make_fs = [this](const server::Export& e) -> Result<std::unique_ptr<vfs::Filesystem>> {
+      auto local = vfs::MakeLocalFs(e.path);
+      if (!local) return std::unexpected(local.error());
+      auto fs = std::make_unique<vfs::FaultInjectingFs>(std::move(*local));
+      if (time_granularity_ns_) fs->SetTimeGranularity(time_granularity_ns_);
+      faults_ = fs.get();
+      return std::unique_ptr<vfs::Filesystem>(std::move(fs));
+    };
     auto s = server::Server::Create(std::move(*table), o, &error);
     if (!s) {
       *why = error;
@@ -91,12 +90,15 @@ class NfsxServer : public TestServer {
   const std::string& dir() const override { return dir_; }
   bool exact_wcc() const override { return true; }
   server::Server* server() { return server_.get(); }
+  // REQUIRES: started.
+  vfs::FaultInjectingFs& faults() { return *faults_; }
   // Before Start(): the export's times as a filesystem with this clock tick shows them.
   void set_time_granularity(uint64_t ns) { time_granularity_ns_ = ns; }
 
  private:
   std::string dir_, state_;
   uint64_t time_granularity_ns_ = 0;
+  vfs::FaultInjectingFs* faults_ = nullptr;
   uint16_t nfs_port_ = 0, mount_port_ = 0;
   std::unique_ptr<server::Server> server_;
 };

@@ -1,0 +1,116 @@
+// Errors of the export's filesystem (ENOSPC, EDQUOT, EIO, injected by the
+// server's FaultInjectingFs) reach the application through fsync/close with
+// their own code, never silently, and the server keeps serving everyone else.
+#include <cerrno>
+#include <cstring>
+
+#include "client/client_core.h"
+#include "client/testing/test_servers.h"
+#include "client/url.h"
+
+namespace nfsx::client::testing {
+namespace {
+
+using vfs::FaultOp;
+
+std::unique_ptr<ClientCore> MountCore(const TestServer& server) {
+  std::string error, rest;
+  auto url = ParseNfsUrl(server.Url(""), ClientOptions{}, &error);
+  EXPECT_TRUE(url.has_value()) << error;
+  if (!url) return nullptr;
+  auto core = ClientCore::Mount(*url, &rest, &error);
+  EXPECT_TRUE(core.has_value()) << error;
+  return core ? std::move(*core) : nullptr;
+}
+
+class WriteErrorTest : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    std::string why;
+    ASSERT_TRUE(server_.Start(&why)) << why;
+    core_ = MountCore(server_);
+    ASSERT_NE(core_, nullptr);
+  }
+
+  InodePtr MustCreate(ClientCore& core, const std::string& name) {
+    auto f = core.Create(core.root(), name, 0644, false, true);
+    EXPECT_TRUE(f.has_value()) << name;
+    return f ? *f : nullptr;
+  }
+
+  NfsxServer server_;
+  std::unique_ptr<ClientCore> core_;
+};
+
+std::string ErrnoName(const ::testing::TestParamInfo<int>& info) {
+  switch (info.param) {
+    case ENOSPC:
+      return "ENOSPC";
+    case EDQUOT:
+      return "EDQUOT";
+    default:
+      return "EIO";
+  }
+}
+
+TEST_P(WriteErrorTest, AFailedWriteIsReportedByFsyncOnceAndOthersCarryOn) {
+  const int err = GetParam();
+  auto victim = MustCreate(*core_, "victim");
+  ASSERT_NE(victim, nullptr);
+  std::string data = Pattern(256 << 10, 3);
+  ASSERT_TRUE(core_->Write(victim, 0, Bytes(data), WriteMode::kBuffered));
+  server_.faults().FailOnFile(FaultOp::kWrite, victim->fileid(), err);
+
+  // Another client writes another file meanwhile, and is not touched by it.
+  auto other_core = MountCore(server_);
+  ASSERT_NE(other_core, nullptr);
+  auto other = MustCreate(*other_core, "other");
+  ASSERT_TRUE(other_core->Write(other, 0, Bytes("unaffected"), WriteMode::kBuffered));
+  ASSERT_TRUE(other_core->Flush(other, true));
+
+  auto r = core_->Flush(victim, true);
+  ASSERT_FALSE(r.has_value()) << "a write the filesystem refused was reported as done";
+  EXPECT_EQ(r.error().code, err) << std::strerror(r.error().code);
+  server_.faults().ClearFaults();
+  EXPECT_TRUE(core_->Flush(victim, true)) << "reported once, as fsync(2) does";
+  // The file is usable again, and what is written now lands.
+  ASSERT_TRUE(core_->Write(victim, 0, Bytes("after"), WriteMode::kBuffered));
+  ASSERT_TRUE(core_->Flush(victim, true));
+  std::ifstream in(server_.dir() + "/victim");
+  std::string head(5, '\0');
+  in.read(head.data(), 5);
+  EXPECT_EQ(head, "after");
+  std::ifstream o(server_.dir() + "/other");
+  std::string got((std::istreambuf_iterator<char>(o)), {});
+  EXPECT_EQ(got, "unaffected");
+}
+
+TEST_P(WriteErrorTest, AFailedCommitIsReportedByFsync) {
+  const int err = GetParam();
+  auto f = MustCreate(*core_, "commit");
+  ASSERT_TRUE(core_->Write(f, 0, Bytes("data that must reach the disk"), WriteMode::kBuffered));
+  server_.faults().FailOnFile(FaultOp::kSync, f->fileid(), err, 1);
+  auto r = core_->Flush(f, true);
+  ASSERT_FALSE(r.has_value()) << "a COMMIT the filesystem failed was reported as done";
+  EXPECT_EQ(r.error().code, err) << std::strerror(r.error().code);
+}
+
+TEST_P(WriteErrorTest, AnErrorAtReleaseIsKeptForTheNextFsync) {
+  const int err = GetParam();
+  auto f = MustCreate(*core_, "released");
+  ASSERT_TRUE(core_->Write(f, 0, Bytes("mapped pages"), WriteMode::kBuffered));
+  server_.faults().FailOnFile(FaultOp::kWrite, f->fileid(), err);
+  auto r = core_->Flush(f, true);  // what the mount's RELEASE does
+  ASSERT_FALSE(r.has_value());
+  core_->KeepWriteBackError(f, r.error().code);
+  server_.faults().ClearFaults();
+  auto next = core_->Flush(f, true);  // a later fsync/close of the file
+  ASSERT_FALSE(next.has_value()) << "the error at release was lost";
+  EXPECT_EQ(next.error().code, err);
+  EXPECT_TRUE(core_->Flush(f, true));
+}
+
+INSTANTIATE_TEST_SUITE_P(Errors, WriteErrorTest, ::testing::Values(ENOSPC, EDQUOT, EIO), ErrnoName);
+
+}  // namespace
+}  // namespace nfsx::client::testing
