@@ -36,12 +36,21 @@ std::array<std::byte, 16> AddressOnly(const Peer& peer) {
   return out;
 }
 
+// splitmix64's finaliser: every input bit reaches every output bit, so keys that
+// differ only in their xid spread over all shards and buckets.
+uint64_t Mix(uint64_t h) {
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebull;
+  return h ^ (h >> 31);
+}
+
 struct KeyHash {
   size_t operator()(const DuplicateRequestCache::Key& k) const {
-    uint64_t h = Fnv1a(k.client);
-    h ^= (uint64_t(k.xid) << 32 | k.proc) * 0x9e3779b97f4a7c15ull;
-    h ^= k.checksum;
-    return static_cast<size_t>(h ^ (h >> 29));
+    uint64_t h = Mix(Fnv1a(k.client) ^ k.xid);
+    h = Mix(h ^ (uint64_t(k.prog) << 32 | k.proc) ^ (uint64_t(k.vers) << 56));
+    return static_cast<size_t>(Mix(h ^ k.checksum));
   }
 };
 
@@ -51,22 +60,26 @@ struct DuplicateRequestCache::Shard {
   struct Entry {
     DrcClass cls = DrcClass::kNamespace;
     bool done = false;
-    int64_t inserted_ns = 0;
+    int64_t finished_ns = 0;
     std::vector<std::byte> reply;
-    std::list<Key>::iterator order;
+    std::list<Key>::iterator order;  // valid once done
     size_t cost() const { return kEntryOverhead + reply.capacity(); }
   };
 
   std::mutex mu;
   std::unordered_map<Key, Entry, KeyHash> entries;
-  std::array<std::list<Key>, 2> order;  // per class, oldest first
+  // Per class, the finished entries, oldest first. Entries in progress are in
+  // no list: they cannot be evicted, or a retransmission arriving meanwhile
+  // would run the call a second time beside the original. Their number is
+  // bounded by the calls the transport lets run at once.
+  std::array<std::list<Key>, 2> order;
   std::array<size_t, 2> bytes{};
   std::array<size_t, 2> budget{};
 
   void Erase(std::unordered_map<Key, Entry, KeyHash>::iterator it) {
     auto c = static_cast<size_t>(it->second.cls);
     bytes[c] -= it->second.cost();
-    order[c].erase(it->second.order);
+    if (it->second.done) order[c].erase(it->second.order);
     entries.erase(it);
   }
 
@@ -77,7 +90,7 @@ struct DuplicateRequestCache::Shard {
     uint64_t early = 0;
     while (!order[c].empty()) {
       auto it = entries.find(order[c].front());
-      bool expired = now - it->second.inserted_ns > window_ns;
+      bool expired = now - it->second.finished_ns > window_ns;
       if (!expired && bytes[c] <= budget[c]) break;
       if (!expired && cls == DrcClass::kNamespace) ++early;
       Erase(it);
@@ -121,9 +134,6 @@ int64_t DuplicateRequestCache::Now() const {
 DuplicateRequestCache::Lookup DuplicateRequestCache::Begin(const Key& key, DrcClass cls,
                                                            std::vector<std::byte>* reply) {
   Shard& s = ShardOf(key);
-  int64_t now = Now();
-  int64_t window_ns = std::chrono::nanoseconds(options_.window).count();
-  uint64_t early;
   {
     std::lock_guard lock(s.mu);
     auto it = s.entries.find(key);
@@ -133,16 +143,10 @@ DuplicateRequestCache::Lookup DuplicateRequestCache::Begin(const Key& key, DrcCl
       *reply = it->second.reply;
       return Lookup::kDone;
     }
-    auto c = static_cast<size_t>(cls);
-    s.order[c].push_back(key);
     Shard::Entry& e = s.entries[key];
     e.cls = cls;
-    e.inserted_ns = now;
-    e.order = std::prev(s.order[c].end());
-    s.bytes[c] += e.cost();
-    early = s.Trim(cls, now, window_ns);
+    s.bytes[static_cast<size_t>(cls)] += e.cost();
   }
-  CountEarlyEvictions(early);
   return Lookup::kNew;
 }
 
@@ -154,14 +158,17 @@ void DuplicateRequestCache::Finish(const Key& key, std::vector<std::byte> reply)
   {
     std::lock_guard lock(s.mu);
     auto it = s.entries.find(key);
-    if (it == s.entries.end()) return;  // evicted while running
+    if (it == s.entries.end() || it->second.done) return;
     Shard::Entry& e = it->second;
     auto c = static_cast<size_t>(e.cls);
     s.bytes[c] -= e.cost();
     e.done = true;
+    e.finished_ns = now;
     e.reply = std::move(reply);
     e.reply.shrink_to_fit();
     s.bytes[c] += e.cost();
+    s.order[c].push_back(key);
+    e.order = std::prev(s.order[c].end());
     early = s.Trim(e.cls, now, window_ns);
   }
   CountEarlyEvictions(early);

@@ -90,6 +90,37 @@ TEST(DrcTest, AnExhaustedNamespaceBudgetEvictsTheOldestAndCountsIt) {
   EXPECT_FALSE(c.Has(1, DrcClass::kNamespace));  // (probing adds an entry: last)
 }
 
+// From the review: the oldest entry used to be evicted even while its call was
+// still running, and a retransmission then ran the call a second time.
+TEST(DrcTest, EntriesInProgressAreNeverEvicted) {
+  TestCache c(3 * kCost, 4 * kCost, std::chrono::seconds(300));
+  std::vector<std::byte> reply;
+  ASSERT_EQ(c.drc.Begin(K(1000), DrcClass::kNamespace, &reply), Lookup::kNew);  // still running
+  for (uint32_t x = 0; x < 20; ++x) c.Add(x, DrcClass::kNamespace);
+  EXPECT_EQ(c.drc.Begin(K(1000), DrcClass::kNamespace, &reply), Lookup::kInProgress);
+  c.now += 400'000'000'000;  // past the window too
+  c.Add(50, DrcClass::kNamespace);
+  EXPECT_EQ(c.drc.Begin(K(1000), DrcClass::kNamespace, &reply), Lookup::kInProgress);
+  c.drc.Finish(K(1000), std::vector<std::byte>(100, std::byte{9}));
+  EXPECT_EQ(c.drc.Begin(K(1000), DrcClass::kNamespace, &reply), Lookup::kDone);
+  EXPECT_LE(c.drc.stats().bytes[0], 3 * kCost);
+}
+
+// From the review: the xid barely reached the shard index, so calls that
+// differ only in their xid (a repeated `touch`) shared 4 of the 32 shards.
+TEST(DrcTest, CallsThatDifferOnlyInTheirXidSpreadOverEveryShard) {
+  constexpr uint32_t kCalls = 1600;
+  DuplicateRequestCache drc(
+      DrcOptions{std::chrono::seconds(300), 2 * kCalls * kCost, 1 << 20, 32, {}});
+  for (uint32_t x = 0; x < kCalls; ++x) {
+    std::vector<std::byte> reply;
+    ASSERT_EQ(drc.Begin(K(0x1000 + x), DrcClass::kNamespace, &reply), Lookup::kNew);
+    drc.Finish(K(0x1000 + x), std::vector<std::byte>(100, std::byte{1}));
+  }
+  EXPECT_EQ(drc.stats().early_evictions, 0u);
+  EXPECT_EQ(drc.stats().entries, kCalls);
+}
+
 TEST(DrcTest, RetransmissionWhileInProgressIsDropped) {
   TestCache c(1 << 20, 1 << 20, std::chrono::seconds(300));
   std::vector<std::byte> reply;
