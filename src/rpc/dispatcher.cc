@@ -90,6 +90,7 @@ Dispatcher::Route Dispatcher::Accept(std::span<const std::byte> record, const Pe
   if (h.proc >= program->procs.size() || !program->procs[h.proc].fn) {
     return error_reply([&](auto& e) { EncodeAcceptedReply(e, h.xid, accept_stat::PROC_UNAVAIL); });
   }
+  call->program = program;
   call->proc = &program->procs[h.proc];
   call->args = record.subspan(static_cast<size_t>(d.position() - record.data()));
   call->drc = false;

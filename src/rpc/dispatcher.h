@@ -27,6 +27,7 @@ class Dispatcher {
   // A call that passed header checks and is ready to run.
   struct Call {
     CallHeader header;
+    const Program* program = nullptr;
     const Procedure* proc = nullptr;
     std::span<const std::byte> args;  // borrowed from the record
     bool drc = false;                 // a DRC entry is in progress for it
@@ -42,6 +43,12 @@ class Dispatcher {
   // Decodes the header of `record` and decides what to do with it.
   // REQUIRES: `reply` is empty.
   Route Accept(std::span<const std::byte> record, const Peer& peer, Call* call, OutBuffer* reply);
+
+  // Whether a routed call may block, so that it must run off the I/O thread.
+  static bool MayBlock(const Call& call, const Peer& peer) {
+    return call.proc->MayBlock(call.args) ||
+           (call.program->blocks_for_peer && call.program->blocks_for_peer(peer));
+  }
 
   // Executes a routed call and encodes the whole reply record into `reply`.
   void Run(Call& call, const Peer& peer, OutBuffer* reply);

@@ -1,9 +1,8 @@
 #include "rpc/dispatcher.h"
 
 #include <arpa/inet.h>
-#include <netinet/in.h>
-
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 
 #include "rpc/test_util.h"
 
@@ -19,7 +18,7 @@ class DispatcherTest : public ::testing::Test {
  protected:
   void SetUp() override {
     for (uint32_t v : {2u, 3u}) {
-      Program p{"toy", kProg, v, {}};
+      Program p{"toy", kProg, v, {}, {}};
       p.procs.emplace_back("NULL", [](CallContext&, auto&, auto&) { return accept_stat::SUCCESS; });
       p.procs.emplace_back("ADD", [](CallContext&, xdr::XdrDecoder& a, xdr::XdrEncoder& r) {
         uint32_t x = 0, y = 0;
@@ -56,7 +55,8 @@ class DispatcherTest : public ::testing::Test {
     EXPECT_EQ(mark, kLastFragment | (flat.size() - 4));
     xdr::XdrDecoder d(std::span<const std::byte>(flat).subspan(4));
     EXPECT_TRUE(DecodeReplyHeader(d, &h));
-    if (results) results->assign(d.position(), static_cast<const std::byte*>(flat.data() + flat.size()));
+    if (results)
+      results->assign(d.position(), static_cast<const std::byte*>(flat.data() + flat.size()));
     return h;
   }
 
@@ -67,10 +67,11 @@ class DispatcherTest : public ::testing::Test {
 
 TEST_F(DispatcherTest, RunsAProcedure) {
   std::vector<std::byte> results;
-  auto h = Roundtrip(CallBytes(1, kProg, 3, 1, {}, [](auto& e) {
-                       e(uint32_t{40});
-                       e(uint32_t{2});
-                     }),
+  auto h = Roundtrip(CallBytes(1, kProg, 3, 1, {},
+                               [](auto& e) {
+                                 e(uint32_t{40});
+                                 e(uint32_t{2});
+                               }),
                      &results);
   EXPECT_TRUE(h.ok());
   ASSERT_EQ(results.size(), 4u);

@@ -88,6 +88,10 @@ struct Program {
   uint32_t prog = 0;
   uint32_t vers = 0;
   std::vector<Procedure> procs;  // index = procedure number
+  // When set and true for a call's peer, the call may block whatever its
+  // procedure (the server must first wait for DNS to learn the peer's name), so
+  // it runs off the I/O thread.
+  std::function<bool(const Peer&)> blocks_for_peer;
 };
 
 }  // namespace nfsx::rpc

@@ -449,7 +449,7 @@ void TcpServer::Connection::HandleRecord(std::span<std::byte> record,
     case Dispatcher::Route::kRun:
       break;
   }
-  if (!call.proc->MayBlock(call.args)) {
+  if (!Dispatcher::MayBlock(call, peer_)) {
     server->dispatcher_.Run(call, peer_, &reply);
     inline_replies->push_back(std::move(reply));
     return;

@@ -26,7 +26,7 @@ enum : uint32_t { kNull = 0, kEcho = 1, kSleep = 2 };
 
 // The toy program's NULL and ECHO (procedures 0 and 1).
 Program NullAndEcho() {
-  Program p{"toy", kProg, kVers, {}};
+  Program p{"toy", kProg, kVers, {}, {}};
   p.procs.emplace_back("NULL", [](CallContext&, auto&, auto&) { return accept_stat::SUCCESS; });
   p.procs.emplace_back("ECHO", [](CallContext&, xdr::XdrDecoder& a, xdr::XdrEncoder& r) {
     auto bytes = a.OpaqueView(1u << 24);

@@ -26,7 +26,7 @@ std::string Canonical(std::string name) {
 
 NameResolver SystemResolver() {
   NameResolver r;
-  r.reverse = [](const Address16& a) -> std::optional<std::string> {
+  r.reverse = [](const Address16& a) {
     sockaddr_storage ss{};
     socklen_t len;
     if (IsV4Mapped(a)) {
@@ -41,21 +41,24 @@ NameResolver SystemResolver() {
       len = sizeof(sockaddr_in6);
     }
     char host[NI_MAXHOST];
-    if (getnameinfo(reinterpret_cast<sockaddr*>(&ss), len, host, sizeof(host), nullptr, 0,
-                    NI_NAMEREQD) != 0) {
-      return std::nullopt;
-    }
-    return std::string(host);
+    int rc = getnameinfo(reinterpret_cast<sockaddr*>(&ss), len, host, sizeof(host), nullptr, 0,
+                         NI_NAMEREQD);
+    if (rc == 0) return ReverseAnswer{ReverseAnswer::kName, host};
+    return ReverseAnswer{rc == EAI_NONAME ? ReverseAnswer::kNone : ReverseAnswer::kFailed, {}};
   };
   r.forward = [](const std::string& name) {
-    std::vector<Address16> out;
+    ForwardAnswer out;
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* list = nullptr;
-    if (getaddrinfo(name.c_str(), nullptr, &hints, &list) != 0) return out;
+    int rc = getaddrinfo(name.c_str(), nullptr, &hints, &list);
+    if (rc != 0) {
+      out.failed = rc != EAI_NONAME && rc != EAI_NODATA;
+      return out;
+    }
     for (addrinfo* ai = list; ai; ai = ai->ai_next) {
-      if (auto a = ClientAddress(ai->ai_addr)) out.push_back(*a);
+      if (auto a = ClientAddress(ai->ai_addr)) out.addresses.push_back(*a);
     }
     freeaddrinfo(list);
     return out;
@@ -85,29 +88,50 @@ int64_t ClientNames::Ttl(const std::string& name) const {
       .count();
 }
 
-std::string ClientNames::Verify(const Address16& addr) const {
-  auto name = resolver_.reverse(addr);
-  if (!name || name->empty()) return {};
-  std::vector<Address16> back = resolver_.forward(*name);
-  if (std::ranges::find(back, addr) == back.end()) return {};
-  return Canonical(std::move(*name));
+ClientNames::Verdict ClientNames::Verify(const Address16& addr) const {
+  ReverseAnswer name = resolver_.reverse(addr);
+  if (name.kind == ReverseAnswer::kFailed) return {true, {}};
+  if (name.kind == ReverseAnswer::kNone || name.name.empty()) return {};
+  ForwardAnswer back = resolver_.forward(name.name);
+  if (back.failed) return {true, {}};
+  if (std::ranges::find(back.addresses, addr) == back.addresses.end()) return {};
+  return {false, Canonical(std::move(name.name))};
 }
 
-void ClientNames::Store(const Address16& addr, std::string name, bool used) {
+void ClientNames::Store(const Address16& addr, const Verdict& v) {
   std::lock_guard lock(mu_);
   ++resolutions_;
   int64_t now = Now();
-  if (entries_.size() >= options_.max_entries && !entries_.contains(addr)) {
+  auto it = entries_.find(addr);
+  if (v.failed && it != entries_.end() && !it->second.name.empty()) {
+    // Keep what we knew through a DNS outage; Refresh() asks again after the
+    // negative ttl (it renews names in the last quarter of their life).
+    it->second.expires_ns = now + Ttl(it->second.name) / 4 + Ttl({});
+    return;
+  }
+  if (it == entries_.end() && entries_.size() >= options_.max_entries) {
     std::erase_if(entries_, [&](const auto& kv) { return kv.second.expires_ns <= now; });
     if (entries_.size() >= options_.max_entries) entries_.erase(entries_.begin());
   }
-  int64_t expires = now + Ttl(name);
-  entries_[addr] = Entry{std::move(name), expires, used};
+  Entry& e = entries_[addr];
+  e.name = v.name;
+  e.expires_ns = now + Ttl(e.name);
+  e.used = false;
+}
+
+bool ClientNames::Cached(const sockaddr* sa) const {
+  auto addr = ClientAddress(sa);
+  if (!addr) return true;  // NameOf answers at once
+  std::lock_guard lock(mu_);
+  auto it = entries_.find(*addr);
+  return it != entries_.end() && it->second.expires_ns > Now();
 }
 
 std::string ClientNames::NameOf(const sockaddr* sa) {
   auto addr = ClientAddress(sa);
   if (!addr) return {};
+  std::shared_ptr<Resolving> wait;
+  bool mine = false;
   {
     std::lock_guard lock(mu_);
     auto it = entries_.find(*addr);
@@ -115,10 +139,33 @@ std::string ClientNames::NameOf(const sockaddr* sa) {
       it->second.used = true;
       return it->second.name;
     }
+    auto [r, inserted] = resolving_.try_emplace(*addr);
+    if (inserted) r->second = std::make_shared<Resolving>();
+    wait = r->second;
+    mine = inserted;
+  }
+  if (!mine) {
+    shared_lookups_.fetch_add(1, std::memory_order_relaxed);
+    std::unique_lock lock(wait->mu);
+    wait->cv.wait(lock, [&] { return wait->done; });
+    return wait->name;
   }
   // Outside the lock: a slow DNS answer for one client must not hold up the others.
-  std::string name = Verify(*addr);
-  Store(*addr, name, false);
+  Verdict v = Verify(*addr);
+  Store(*addr, v);
+  std::string name;
+  {
+    std::lock_guard lock(mu_);
+    resolving_.erase(*addr);
+    auto it = entries_.find(*addr);
+    if (it != entries_.end()) name = it->second.name;
+  }
+  {
+    std::lock_guard lock(wait->mu);
+    wait->done = true;
+    wait->name = name;
+  }
+  wait->cv.notify_all();
   return name;
 }
 
@@ -140,7 +187,7 @@ void ClientNames::Refresh() {
       ++it;
     }
   }
-  for (const Address16& a : due) Store(a, Verify(a), false);
+  for (const Address16& a : due) Store(a, Verify(a));
 }
 
 size_t ClientNames::size() const {

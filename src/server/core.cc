@@ -30,6 +30,7 @@ Result<void> Core::AddExport(const Export& config, std::unique_ptr<vfs::Filesyst
   rt->fs = std::move(fs);
   rt->root = Intern(*rt, rt->fs->Root());
   if (!rt->root) return Fail(EOVERFLOW);
+  has_name_rules_ = has_name_rules_ || config.HasNameRules();
   exports_.push_back(std::move(rt));
   return {};
 }

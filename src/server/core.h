@@ -110,6 +110,11 @@ class Core {
   FileTable& files() { return files_; }
   const CoreOptions& options() const { return options_; }
   ClientNames& client_names() { return client_names_; }
+  // Whether a call from `peer` would wait for DNS in CallerFor() (an export names
+  // hosts and the peer's name is not cached): such calls run on worker threads.
+  bool NeedsNameLookup(const rpc::Peer& peer) const {
+    return has_name_rules_ && !client_names_.Cached(reinterpret_cast<const sockaddr*>(&peer.addr));
+  }
 
  private:
   CoreOptions options_;
@@ -122,6 +127,7 @@ class Core {
   std::vector<std::unique_ptr<ExportRuntime>> exports_;
   FileTable files_;
   ClientNames client_names_;
+  bool has_name_rules_ = false;  // set before serving
 };
 
 // errno from a backend failure -> the status to answer.

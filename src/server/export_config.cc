@@ -413,6 +413,15 @@ Parsed<ClientRule> ParseClient(std::string_view spec) {
   }
   rule.kind = spec.find_first_of("*?[") == std::string_view::npos ? ClientRule::Kind::kHost
                                                                   : ClientRule::Kind::kWildcard;
+  // exports(5) matches patterns against host names only, so "192.168.1.*" would
+  // admit whoever names a host 192.168.1.anything in a domain they own.
+  if (rule.kind == ClientRule::Kind::kWildcard &&
+      spec.find_first_not_of("0123456789.*?[]-!") == std::string_view::npos) {
+    return Bad(fmt::format(
+        "'{}' looks like an address pattern, but patterns match host names: use a network "
+        "(192.0.2.0/24)",
+        spec));
+  }
   for (char c : spec) {
     rule.hostname += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
   }

@@ -522,6 +522,13 @@ TEST(ExportConfigTest, ErrorBadNetwork) {
   EXPECT_EQ(ParseError("/a 192.0.2.256"), "line 1: bad IP address '192.0.2.256'");
   EXPECT_EQ(ParseError("/a 2001:db8::zz"), "line 1: bad IP address '2001:db8::zz'");
   EXPECT_EQ(ParseError("/a [::1]"), "line 1: bad IP address '[::1]'");
+  // Address patterns would match host names such as 192.168.1.evil.example.
+  EXPECT_EQ(ParseError("/a *(ro)\n/b 192.168.1.*(rw)"),
+            "line 2: '192.168.1.*' looks like an address pattern, but patterns match host "
+            "names: use a network (192.0.2.0/24)");
+  EXPECT_NE(ParseError("/a 10.0.0.?"), "");
+  std::string error;
+  EXPECT_TRUE(ExportTable::Parse("/a *.10.example(rw)", &error).has_value()) << error;
 }
 
 TEST(ExportConfigTest, ErrorRelativeAndDuplicatePaths) {

@@ -2,6 +2,10 @@
 #include <arpa/inet.h>
 #include <sys/stat.h>
 
+#include <future>
+#include <mutex>
+#include <thread>
+
 #include "server/testing/server_fixture.h"
 
 namespace nfsx::server::testing {
@@ -123,13 +127,14 @@ NameResolver FakeResolver(std::string name, std::string forward = "127.0.0.1",
   };
   Address16 local = parse("127.0.0.1"), back = parse(forward);
   NameResolver r;
-  r.reverse = [=](const Address16& a) -> std::optional<std::string> {
+  r.reverse = [=](const Address16& a) {
     if (lookups) lookups->fetch_add(1);
-    if (a != local) return std::nullopt;
-    return name;
+    if (a != local) return ReverseAnswer{};
+    return ReverseAnswer{ReverseAnswer::kName, name};
   };
   r.forward = [=](const std::string& n) {
-    return n == name ? std::vector<Address16>{back} : std::vector<Address16>{};
+    return ForwardAnswer{false,
+                         n == name ? std::vector<Address16>{back} : std::vector<Address16>{}};
   };
   return r;
 }
@@ -156,6 +161,48 @@ TEST_P(ExportRulesTest, AnAddressRuleBeatsAMatchingName) {
   tune_ = [](ServerOptions& o) { o.core.resolver = FakeResolver("pc1.lab.example"); };
   StartServer("$DIR *.lab.example(rw,insecure) 127.0.0.1(ro,insecure,no_root_squash)");
   EXPECT_EQ(CreateIn(root_, "x").status, NFS3ERR_ROFS);
+}
+
+// From the review: a client whose name is not cached used to have its DNS
+// lookup done on the I/O thread, stalling every connection on it. Its calls now
+// run on a worker while the lookup waits.
+TEST_P(ExportRulesTest, AClientWaitingForDnsDoesNotHoldUpOthers) {
+  std::mutex gate;
+  std::unique_lock closed(gate);
+  std::atomic<int> slow_lookups{0};
+  tune_ = [&](ServerOptions& o) {
+    o.transport.io_threads = 1;
+    NameResolver r = FakeResolver("pc1.lab.example");
+    r.reverse = [&, fast = r.reverse](const Address16& a) {
+      if (a[15] != 2) return fast(a);
+      ++slow_lookups;
+      std::lock_guard wait(gate);  // DNS does not answer for 127.0.0.2
+      return ReverseAnswer{};
+    };
+    o.core.resolver = r;
+  };
+  StartServer("$DIR *.lab.example(rw,insecure,no_root_squash) 127.0.0.0/8(ro,insecure)");
+  int fd = rpc::testing::RawLoopbackSocket(harness_->server().nfs_port(), "127.0.0.2");
+  std::vector<std::byte> out;
+  rpc::testing::AppendRecord(
+      &out,
+      rpc::testing::CallBytes(77, NFS_PROGRAM, NFS_V3, static_cast<uint32_t>(nfsproc3::GETATTR),
+                              cred_, [&](xdr::XdrEncoder& e) { e(GETATTR3args{root_}); }));
+  ASSERT_TRUE(rpc::testing::WriteAll(fd, out));
+  while (slow_lookups.load() == 0) std::this_thread::yield();
+  auto served = std::async(std::launch::async, [&] { return AttrOf(root_).type; });
+  bool done = served.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+  closed.unlock();  // either way, so that the test ends
+  EXPECT_TRUE(done) << "127.0.0.1 waited for 127.0.0.2's DNS lookup";
+  EXPECT_EQ(served.get(), NF3DIR);
+  auto reply = rpc::testing::ReadRecord(fd);
+  close(fd);
+  xdr::XdrDecoder d(reply);
+  rpc::ReplyHeader h;
+  ASSERT_TRUE(rpc::DecodeReplyHeader(d, &h));
+  GETATTR3res res;
+  d(res);
+  EXPECT_EQ(res.status, NFS3_OK) << "127.0.0.2 is admitted by its network once DNS answers";
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ExportRulesTest,

@@ -15,7 +15,7 @@ rpc::Program PortmapService::MakeProgram() {
   using rpc::accept_stat;
   using D = xdr::XdrDecoder;
   using E = xdr::XdrEncoder;
-  rpc::Program p{"portmap", PMAP_PROGRAM, PMAP_VERS, {}};
+  rpc::Program p{"portmap", PMAP_PROGRAM, PMAP_VERS, {}, {}};
   auto& v = p.procs;
   v.emplace_back("null", [](rpc::CallContext&, D&, E&) { return accept_stat::SUCCESS; });
   auto refuse = [](rpc::CallContext&, D& d, E& e) {

@@ -125,21 +125,16 @@ rpc::Program MountService::MakeProgram() {
   using rpc::accept_stat;
   using D = xdr::XdrDecoder;
   using E = xdr::XdrEncoder;
-  rpc::Program p{"mount", MOUNT_PROGRAM, MOUNT_V3, {}};
+  rpc::Program p{"mount", MOUNT_PROGRAM, MOUNT_V3, {}, {}};
   auto& v = p.procs;
   v.emplace_back("null", [](rpc::CallContext&, D&, E&) { return accept_stat::SUCCESS; });
-  // MNT is a client's first call: it may wait for DNS (host-name export rules),
-  // so it runs off the I/O threads.
-  v.emplace_back(
-      "mnt",
-      [this](rpc::CallContext& ctx, D& d, E& e) {
-        dirpath path;
-        d(path);
-        if (!d.ok()) return accept_stat::GARBAGE_ARGS;
-        e(Mnt(path.value, ctx));
-        return accept_stat::SUCCESS;
-      },
-      rpc::kProcMayBlock);
+  v.emplace_back("mnt", [this](rpc::CallContext& ctx, D& d, E& e) {
+    dirpath path;
+    d(path);
+    if (!d.ok()) return accept_stat::GARBAGE_ARGS;
+    e(Mnt(path.value, ctx));
+    return accept_stat::SUCCESS;
+  });
   v.emplace_back("dump", [this](rpc::CallContext&, D&, E& e) {
     e(Dump());
     return accept_stat::SUCCESS;
@@ -159,6 +154,8 @@ rpc::Program MountService::MakeProgram() {
     e(ListExports());
     return accept_stat::SUCCESS;
   });
+  // A client's first call may wait for DNS (host-name export rules).
+  p.blocks_for_peer = [this](const rpc::Peer& peer) { return core_.NeedsNameLookup(peer); };
   return p;
 }
 

@@ -38,7 +38,7 @@ rpc::Program MakeNfs3Program(Core& core) {
   // Procedures that may wait on the disk (fsync of data or of a directory under
   // the `sync` export option) run on worker threads; the rest run inline.
   constexpr uint32_t kModifies = kProcNonIdempotent | kProcMayBlock;
-  rpc::Program p{"nfs", NFS_PROGRAM, NFS_V3, {}};
+  rpc::Program p{"nfs", NFS_PROGRAM, NFS_V3, {}, {}};
   auto& v = p.procs;
   v.emplace_back("null", [](rpc::CallContext&, xdr::XdrDecoder&, xdr::XdrEncoder&) {
     return rpc::accept_stat::SUCCESS;
@@ -65,6 +65,7 @@ rpc::Program MakeNfs3Program(Core& core) {
   v.emplace_back("fsinfo", Adapt(core, &Fsinfo));
   v.emplace_back("pathconf", Adapt(core, &Pathconf));
   v.emplace_back("commit", Adapt(core, &Commit), kProcMayBlock);
+  p.blocks_for_peer = [&core](const rpc::Peer& peer) { return core.NeedsNameLookup(peer); };
   return p;
 }
 
