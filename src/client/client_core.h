@@ -102,10 +102,10 @@ class ClientCore {
   Result<uint64_t> Append(const InodePtr& ino, std::span<const std::byte> data);
   // Sends dirty data; with `commit`, also COMMITs and resends whatever the
   // server may have lost, until every byte is committed under its verifier.
-  Result<void> Flush(const InodePtr& ino, bool commit);
-  // Keeps a write-back error that no caller could be told of (pages of a shared
-  // mapping written back at release) for the next fsync/close of the file.
-  void KeepWriteBackError(const InodePtr& ino, int code);
+  // With `keep_error` (RELEASE, which has no caller to tell: pages of a shared
+  // mapping written back after close), a write-back error stays recorded for the
+  // next fsync/close of the file instead of being reported once here.
+  Result<void> Flush(const InodePtr& ino, bool commit, bool keep_error = false);
   Result<void> Truncate(const InodePtr& ino, uint64_t size);
   // Flushes and commits every file with unwritten or uncommitted data.
   Result<void> SyncAll();

@@ -90,7 +90,7 @@ bool ClientCore::WriteDropsSetIds(Inode& ino) {
   return SetIdBitsClearedByWrite(ino.tracker.attr().mode) != 0;
 }
 
-Result<void> ClientCore::Flush(const InodePtr& ino, bool commit) {
+Result<void> ClientCore::Flush(const InodePtr& ino, bool commit, bool keep_error) {
   std::lock_guard fl(ino->flush_mu);
   auto sent = SendDirty(ino, UNSTABLE);
   bool over = false;
@@ -102,8 +102,13 @@ Result<void> ClientCore::Flush(const InodePtr& ino, bool commit) {
   if (commit || over) committed = CommitAndVerify(ino);
   int err = 0;
   {
+    // Under flush_mu still: an fsync of another descriptor cannot slip in between
+    // and miss the error.
     std::lock_guard lock(ino->wb_mu);
-    if (commit && ino->wb_error) {
+    if (keep_error) {
+      int failed = !sent ? sent.error().code : !committed ? committed.error().code : 0;
+      if (failed && !ino->wb_error) ino->wb_error = failed;
+    } else if (commit && ino->wb_error) {
       err = ino->wb_error;  // reported once, as fsync(2) does
       ino->wb_error = 0;
     }
@@ -112,11 +117,6 @@ Result<void> ClientCore::Flush(const InodePtr& ino, bool commit) {
   if (!committed) return committed;
   if (err) return Fail(err);
   return {};
-}
-
-void ClientCore::KeepWriteBackError(const InodePtr& ino, int code) {
-  std::lock_guard lock(ino->wb_mu);
-  if (!ino->wb_error) ino->wb_error = code;
 }
 
 Result<void> ClientCore::SendDirty(const InodePtr& ino, stable_how stable) {

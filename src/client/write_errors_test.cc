@@ -100,9 +100,8 @@ TEST_P(WriteErrorTest, AnErrorAtReleaseIsKeptForTheNextFsync) {
   auto f = MustCreate(*core_, "released");
   ASSERT_TRUE(core_->Write(f, 0, Bytes("mapped pages"), WriteMode::kBuffered));
   server_.faults().FailOnFile(FaultOp::kWrite, f->fileid(), err);
-  auto r = core_->Flush(f, true);  // what the mount's RELEASE does
+  auto r = core_->Flush(f, true, /*keep_error=*/true);  // what the mount's RELEASE does
   ASSERT_FALSE(r.has_value());
-  core_->KeepWriteBackError(f, r.error().code);
   server_.faults().ClearFaults();
   auto next = core_->Flush(f, true);  // a later fsync/close of the file
   ASSERT_FALSE(next.has_value()) << "the error at release was lost";

@@ -238,11 +238,10 @@ void NfsFuse::Release(fuse_req_t req, fuse_file_info* fi) {
   delete h;
   // Pages of a shared mapping may have been written back after the last close.
   if (node->ino->dirty_bytes.load() > 0) {
-    if (auto r = core_->Flush(node->ino, true); !r) {
-      log::Warn("fuse: write-back of file {} at release: {}", node->ino->fileid(),
-                ErrorString(r.error()));
-      // RELEASE has no caller to tell: the next fsync/close of the file reports it.
-      core_->KeepWriteBackError(node->ino, r.error().code);
+    // RELEASE has no caller to tell: the next fsync/close of the file reports it.
+    if (auto r = core_->Flush(node->ino, true, /*keep_error=*/true); !r) {
+      log::Warn("fuse: write-back of file {} at release: {} (kept for the next fsync/close)",
+                node->ino->fileid(), ErrorString(r.error()));
     }
   }
   if (node->opens.fetch_sub(1) == 1) {
