@@ -37,13 +37,22 @@ struct ClientOptions {
 
   // Page cache and write-back limits, in bytes.
   size_t cache_bytes = size_t{512} << 20;
-  size_t dirty_bytes = size_t{128} << 20;       // then writers wait for write-back
+  size_t dirty_bytes = size_t{128} << 20;        // then writers wait for write-back
   size_t uncommitted_bytes = size_t{256} << 20;  // written UNSTABLE, kept until COMMIT
   size_t readahead_bytes = size_t{4} << 20;      // largest sequential read-ahead window
   int max_writes_in_flight = 16;                 // per file
 
-  std::chrono::milliseconds timeout{60000};  // before a call is retransmitted
-  int retrans = 3;                           // retransmissions before ETIMEDOUT
+  // What a call does when the server does not answer, with Linux's meanings.
+  // kHard (the default) retransmits until the server answers, logging "server
+  // ... not responding, still trying" once and "OK" when it answers; dirty data
+  // is never dropped. kSoft fails the call with EIO, kSoftErr with ETIMEDOUT,
+  // after `retrans` retransmissions. URL: hard, soft, softerr.
+  enum class Recovery { kHard, kSoft, kSoftErr };
+  Recovery recovery = Recovery::kHard;
+  // Before the first retransmission (URL: timeo=, in tenths of a second); each
+  // later one waits one timeout longer, up to 600 s, as Linux over TCP.
+  std::chrono::milliseconds timeout{60000};
+  int retrans = 2;  // retransmissions that make a major timeout (URL: retrans=)
 
   // Applies "key=value&key=value" (a URL query). Unknown keys are an error.
   Result<void> ApplyQuery(std::string_view query, std::string* error);

@@ -7,9 +7,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <functional>
+#include <future>
 #include <thread>
 
+#include "base/interruption.h"
 #include "client/typed_call.h"
 #include "proto/nfs3_types.h"
 #include "rpc/record_marking.h"
@@ -115,10 +118,11 @@ TEST(BadServerTest, ReplyForAnUnknownXidIsIgnored) {
 
 TEST(BadServerTest, TruncatedResultsAreEBADMSG) {
   FakeServer s([](uint32_t xid) {
-    return std::vector<std::vector<std::byte>>{Accepted(xid, rpc::accept_stat::SUCCESS, [](auto& e) {
-      e(NFS3_OK);
-      e(uint32_t{1});  // an fattr3 that stops after its type
-    })};
+    return std::vector<std::vector<std::byte>>{
+        Accepted(xid, rpc::accept_stat::SUCCESS, [](auto& e) {
+          e(NFS3_OK);
+          e(uint32_t{1});  // an fattr3 that stops after its type
+        })};
   });
   auto c = Connect(s.port());
   auto r = Getattr(*c);
@@ -159,6 +163,99 @@ TEST(BadServerTest, OversizedReplyRecordDropsTheConnection) {
   auto r = Getattr(*c);
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().code, ECONNRESET);
+}
+
+// Polls `done` until it holds or a minute passes (a deadline for a broken
+// build, never reached by a working one however loaded the machine).
+bool WaitFor(const std::function<bool()>& done) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+// A server that answers nothing until `answering`, then answers every call
+// (the retransmissions of a hard call included).
+FakeServer::Respond StalledUntil(const std::atomic<bool>& answering) {
+  return [&answering](uint32_t xid) {
+    if (!answering.load()) return std::vector<std::vector<std::byte>>{};
+    GETATTR3res ok;
+    ok.resok.obj_attributes.size = 7;
+    return std::vector<std::vector<std::byte>>{
+        Accepted(xid, rpc::accept_stat::SUCCESS, [&](auto& e) { e(ok); })};
+  };
+}
+
+TEST(BadServerTest, HardCallsOutlastAStalledServerAndSayOnceWhenItIsBack) {
+  std::atomic<bool> answering{false};
+  FakeServer s(StalledUntil(answering));
+  rpc::RpcClientOptions o;
+  o.timeout = std::chrono::milliseconds(10);
+  o.max_timeout = std::chrono::milliseconds(20);
+  o.max_retransmits = 2;
+  o.hard = true;
+  o.reconnect = false;
+  auto c = rpc::RpcClient::Connect("127.0.0.1", s.port(), o);
+  ASSERT_TRUE(c.has_value());
+  auto call = std::async(std::launch::async, [&] { return Getattr(**c); });
+  // Several major timeouts go by: a soft call would have failed at the first.
+  ASSERT_TRUE(WaitFor([&] { return (*c)->counters().retransmits.load() >= 8; }));
+  EXPECT_EQ((*c)->counters().not_responding.load(), 1u) << "\"not responding\" is said once";
+  answering = true;
+  auto r = call.get();
+  ASSERT_TRUE(r.has_value()) << r.error().code;
+  EXPECT_EQ(r->resok.obj_attributes.size, 7u);
+  EXPECT_EQ((*c)->counters().responding_again.load(), 1u);
+}
+
+TEST(BadServerTest, SoftCallsFailWithTheirErrorAfterRetransWithGrowingTimeouts) {
+  std::atomic<bool> answering{false};
+  FakeServer s(StalledUntil(answering));
+  rpc::RpcClientOptions o;
+  o.timeout = std::chrono::milliseconds(20);
+  o.max_retransmits = 2;
+  o.timeout_error = EIO;  // soft; softerr keeps ETIMEDOUT
+  o.reconnect = false;
+  auto c = rpc::RpcClient::Connect("127.0.0.1", s.port(), o);
+  ASSERT_TRUE(c.has_value());
+  auto start = std::chrono::steady_clock::now();
+  auto r = Getattr(**c);
+  auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, EIO);
+  EXPECT_EQ((*c)->counters().retransmits.load(), 2u);
+  EXPECT_EQ((*c)->counters().not_responding.load(), 0u);
+  // 20 + 40 + 60 ms: each retransmission waits one timeout longer.
+  EXPECT_GE(took, std::chrono::milliseconds(120));
+}
+
+// A caller whose work is interrupted (the FUSE request of a process that got a
+// signal) stops waiting for a hard call at once, with EINTR, and the call stops
+// being retransmitted.
+TEST(BadServerTest, AnInterruptedCallerStopsWaitingForAHardCall) {
+  std::atomic<bool> answering{false};
+  FakeServer s(StalledUntil(answering));
+  rpc::RpcClientOptions o;
+  o.timeout = std::chrono::milliseconds(10);
+  o.max_retransmits = 1;
+  o.hard = true;
+  o.reconnect = false;
+  auto c = rpc::RpcClient::Connect("127.0.0.1", s.port(), o);
+  ASSERT_TRUE(c.has_value());
+  std::atomic<bool> interrupted{false};
+  auto call = std::async(std::launch::async, [&] {
+    InterruptScope scope([](void* flag) { return static_cast<std::atomic<bool>*>(flag)->load(); },
+                         &interrupted);
+    return Getattr(**c);
+  });
+  ASSERT_TRUE(WaitFor([&] { return (*c)->counters().not_responding.load() == 1; }));
+  interrupted = true;
+  auto r = call.get();
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, EINTR);
+  EXPECT_EQ((*c)->in_flight(), 0u) << "the cancelled call is no longer retransmitted";
 }
 
 }  // namespace

@@ -18,7 +18,10 @@ namespace {
 
 // Asks the server's port mapper for a program's TCP port.
 Result<uint16_t> GetPort(const std::string& host, uint32_t prog, uint32_t vers) {
-  auto pm = rpc::RpcClient::Connect(host, portmap::PMAP_PORT, {std::chrono::milliseconds(5000), 1});
+  rpc::RpcClientOptions o;
+  o.timeout = std::chrono::milliseconds(5000);
+  o.max_retransmits = 1;
+  auto pm = rpc::RpcClient::Connect(host, portmap::PMAP_PORT, o);
   if (!pm) return std::unexpected(pm.error());
   portmap::mapping m{prog, vers, portmap::IPPROTO_TCP_, 0};
   auto port = CallSync<uint32_t>(**pm, portmap::PMAP_PROGRAM, portmap::PMAP_VERS, 3, {}, m);
@@ -59,6 +62,8 @@ Result<std::unique_ptr<ClientCore>> ClientCore::Mount(const NfsUrl& url, std::st
   rpc::RpcClientOptions ro;
   ro.timeout = o.timeout;
   ro.max_retransmits = o.retrans;
+  ro.hard = o.recovery == ClientOptions::Recovery::kHard;
+  ro.timeout_error = o.recovery == ClientOptions::Recovery::kSoft ? EIO : ETIMEDOUT;
   ro.privileged_port = o.privileged_port;
   ro.max_record = (size_t{16} << 20) + 4096;
 
@@ -74,7 +79,12 @@ Result<std::unique_ptr<ClientCore>> ClientCore::Mount(const NfsUrl& url, std::st
   // refusal moves on to the next shorter prefix, as libnfs does: servers answer MNT
   // of a path that is not an export in their own ways (nfsx NOENT, NFS-Ganesha
   // ACCES), so a refusal of a file's path says nothing about its export.
-  auto mnt = rpc::RpcClient::Connect(url.host, mount_port, ro);
+  // Mounting gives up, as mount(8) does, rather than wait for ever for a server
+  // that is not there: only the NFS calls after it are hard.
+  rpc::RpcClientOptions mount_ro = ro;
+  mount_ro.hard = false;
+  mount_ro.timeout_error = ETIMEDOUT;
+  auto mnt = rpc::RpcClient::Connect(url.host, mount_port, mount_ro);
   if (!mnt) {
     if (error)
       *error = fmt::format("cannot reach MOUNT at {}:{}: {}", url.host, mount_port,

@@ -3,6 +3,7 @@
 // in flight, and read ahead when access is sequential.
 #include <latch>
 
+#include "base/interruption.h"
 #include "base/logging.h"
 #include "client/client_core.h"
 #include "proto/nfsstat.h"
@@ -146,13 +147,13 @@ Result<void> ClientCore::Fetch(const InodePtr& ino, uint64_t offset, uint64_t le
   }
   flush_run(last + 1);
   // Bytes the caller needs that other READs are fetching: wait for those too.
-  auto wait_for_others = [&] {
-    if (others_fetching && need_end > offset) ino->reads_in_flight.Wait(offset, need_end);
-  };
-  if (chunks.empty()) {
-    wait_for_others();
+  auto wait_for_others = [&]() -> Result<void> {
+    if (others_fetching && need_end > offset && !ino->reads_in_flight.Wait(offset, need_end)) {
+      return Fail(EINTR);
+    }
     return {};
-  }
+  };
+  if (chunks.empty()) return wait_for_others();
 
   struct Wait {
     std::mutex mu;
@@ -198,12 +199,14 @@ Result<void> ClientCore::Fetch(const InodePtr& ino, uint64_t offset, uint64_t le
         });
   }
   std::unique_lock lock(wait->mu);
-  wait->cv.wait(lock, [&] { return wait->pending == 0; });
+  // The READs sent go on if this caller gives up (a signal); their callbacks own `wait`.
+  if (!WaitUnlessInterrupted(lock, wait->cv, [&] { return wait->pending == 0; })) {
+    return Fail(EINTR);
+  }
   lock.unlock();
   MaybeEvict();
   if (wait->error) return Fail(wait->error);
-  wait_for_others();
-  return {};
+  return wait_for_others();
 }
 
 Result<size_t> ClientCore::ReadDirect(const InodePtr& ino, uint64_t offset,

@@ -6,6 +6,7 @@
 // it. After a COMMIT only extents whose verifier differs are sent again, so
 // with a server that did not restart every byte crosses the wire once, and
 // with one that did, nothing acknowledged is lost (seeds 003, 004).
+#include "base/interruption.h"
 #include "base/logging.h"
 #include "base/set_id_bits.h"
 #include "client/client_core.h"
@@ -167,6 +168,13 @@ Result<void> ClientCore::SendDirty(const InodePtr& ino, stable_how stable) {
       dirty_total_.fetch_sub(static_cast<int64_t>(cleaned));
     };
     if (auto r = SendExtents(ino, std::move(runs), stable, false, clean); !r) {
+      if (r.error().code == EINTR) {
+        // The caller gave up waiting (a signal), not the server: the pages stay
+        // dirty for the next flush; those whose WRITE completes are cleaned by it.
+        std::lock_guard lock(ino->wb_mu);
+        ino->dirty_pages.insert(indexes.begin(), indexes.end());
+        return r;
+      }
       // The bytes are lost to the server; the error goes to the next fsync/close.
       for (size_t i = 0; i < pieces.size(); ++i) clean(i);
       std::lock_guard lock(ino->wb_mu);
@@ -211,7 +219,9 @@ Result<void> ClientCore::SendExtents(const InodePtr& ino, std::vector<Run> runs,
   for (auto& [run, run_index] : writes) {
     {
       std::unique_lock lock(st->mu);
-      st->cv.wait(lock, [&] { return st->in_flight < max_in_flight; });
+      if (!WaitUnlessInterrupted(lock, st->cv, [&] { return st->in_flight < max_in_flight; })) {
+        return Fail(EINTR);  // the WRITEs sent go on; their callbacks own `st`
+      }
       if (st->error) break;
       ++st->in_flight;
     }
@@ -263,7 +273,9 @@ Result<void> ClientCore::SendExtents(const InodePtr& ino, std::vector<Run> runs,
         });
   }
   std::unique_lock lock(st->mu);
-  st->cv.wait(lock, [&] { return st->in_flight == 0; });
+  if (!WaitUnlessInterrupted(lock, st->cv, [&] { return st->in_flight == 0; })) {
+    return Fail(EINTR);
+  }
   if (st->error) return Fail(st->error);
   return {};
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/interruption.h"
+
 namespace nfsx::client {
 
 bool ReadsInFlight::OverlapsLocked(uint64_t begin, uint64_t end) const {
@@ -48,9 +50,9 @@ void ReadsInFlight::Narrow(Range piece, const std::vector<Range>& keep) {
   done_.notify_all();  // waiters for the bytes given up
 }
 
-void ReadsInFlight::Wait(uint64_t begin, uint64_t end) {
+bool ReadsInFlight::Wait(uint64_t begin, uint64_t end) {
   std::unique_lock lock(mu_);
-  done_.wait(lock, [&] { return !OverlapsLocked(begin, end); });
+  return WaitUnlessInterrupted(lock, done_, [&] { return !OverlapsLocked(begin, end); });
 }
 
 }  // namespace nfsx::client

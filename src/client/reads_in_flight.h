@@ -34,8 +34,9 @@ class ReadsInFlight {
   // inside the piece): each part kept is then a claimed piece of its own. For
   // bytes that turned out to be cached already when the claim was made.
   void Narrow(Range piece, const std::vector<Range>& keep);
-  // Returns once no READ is fetching any byte of [begin, end).
-  void Wait(uint64_t begin, uint64_t end);
+  // Returns once no READ is fetching any byte of [begin, end): true, or false
+  // when this thread's work is interrupted first (InterruptScope).
+  bool Wait(uint64_t begin, uint64_t end);
 
  private:
   bool OverlapsLocked(uint64_t begin, uint64_t end) const;

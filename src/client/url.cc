@@ -1,17 +1,21 @@
 #include "client/url.h"
 
-#include <charconv>
-
 #include <fmt/format.h>
+
+#include <charconv>
 
 namespace nfsx::client {
 namespace {
 
 bool Hex(char c, int* v) {
-  if (c >= '0' && c <= '9') *v = c - '0';
-  else if (c >= 'a' && c <= 'f') *v = c - 'a' + 10;
-  else if (c >= 'A' && c <= 'F') *v = c - 'A' + 10;
-  else return false;
+  if (c >= '0' && c <= '9')
+    *v = c - '0';
+  else if (c >= 'a' && c <= 'f')
+    *v = c - 'a' + 10;
+  else if (c >= 'A' && c <= 'F')
+    *v = c - 'A' + 10;
+  else
+    return false;
   return true;
 }
 
@@ -97,6 +101,12 @@ Result<void> ClientOptions::ApplyQuery(std::string_view query, std::string* erro
     } else if (key == "timeo") {  // tenths of a second, as the Linux mount option
       if (!ParseNumber(value, &u) || u == 0) return bad();
       timeout = std::chrono::milliseconds(u * 100);
+    } else if (key == "hard" || key == "soft" || key == "softerr") {
+      if (value != "0") {
+        recovery = key == "hard"   ? Recovery::kHard
+                   : key == "soft" ? Recovery::kSoft
+                                   : Recovery::kSoftErr;
+      }
     } else if (key == "retrans") {
       if (!ParseNumber(value, &u)) return bad();
       retrans = static_cast<int>(u);

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "base/interruption.h"
 #include "base/logging.h"
 #include "client/acting_as.h"
 #include "fuse/type_bits.h"
@@ -16,17 +17,27 @@ using client::InodePtr;
 
 namespace {
 
+bool RequestInterrupted(void* req) {
+  return fuse_req_interrupted(static_cast<fuse_req_t>(req)) != 0;
+}
+
 // The file system a request is for; while it lives, the request's calls to the server
-// carry the caller's identity (when the mount sends callers' identities).
+// carry the caller's identity (when the mount sends callers' identities), and its
+// waits for the server end with EINTR once the kernel interrupts the request (the
+// caller got a signal: SIGKILL included, which a hard mount must always let through).
+// It ends right after the handler, which replies last: nothing waits after a reply,
+// when asking about the request would touch freed memory.
 class Self {
  public:
-  explicit Self(fuse_req_t req) : fs_(static_cast<NfsFuse*>(fuse_req_userdata(req))) {
+  explicit Self(fuse_req_t req)
+      : fs_(static_cast<NfsFuse*>(fuse_req_userdata(req))), interrupts_(RequestInterrupted, req) {
     if (fs_->callers()) as_.emplace(who_.emplace(fs_->callers()->For(req)));
   }
   NfsFuse* operator->() const { return fs_; }
 
  private:
   NfsFuse* fs_;
+  InterruptScope interrupts_;
   std::optional<rpc::Credential> who_;
   std::optional<client::ActingAs> as_;
 };

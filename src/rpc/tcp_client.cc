@@ -13,6 +13,7 @@
 #include <cstring>
 #include <random>
 
+#include "base/interruption.h"
 #include "base/logging.h"
 #include "rpc/record_marking.h"
 #include "rpc/send_no_signal.h"
@@ -123,6 +124,11 @@ Result<int> RpcClient::Dial() {
 
 void RpcClient::Call(uint32_t prog, uint32_t vers, uint32_t proc, const Credential& cred,
                      const ArgsEncoder& args, Callback cb) {
+  Send(prog, vers, proc, cred, args, std::move(cb));
+}
+
+uint32_t RpcClient::Send(uint32_t prog, uint32_t vers, uint32_t proc, const Credential& cred,
+                         const ArgsEncoder& args, Callback cb) {
   uint32_t xid = next_xid_.fetch_add(1, std::memory_order_relaxed);
   auto request = std::make_shared<OutBuffer>();
   BeginRecord(request.get());
@@ -134,9 +140,10 @@ void RpcClient::Call(uint32_t prog, uint32_t vers, uint32_t proc, const Credenti
 
   std::unique_lock lock(mu_);
   if (shutdown_ || (fd_ < 0 && !options_.reconnect)) {
+    int err = shutdown_ ? ESHUTDOWN : ENOTCONN;
     lock.unlock();
-    cb(Fail(shutdown_ ? ESHUTDOWN : ENOTCONN));
-    return;
+    cb(Fail(err));
+    return xid;
   }
   pending_.emplace(xid, Pending{request, std::move(cb), Clock::now() + options_.timeout, 0});
   if (fd_ >= 0) {
@@ -146,6 +153,19 @@ void RpcClient::Call(uint32_t prog, uint32_t vers, uint32_t proc, const Credenti
       [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof(one));
     }
   }
+  return xid;
+}
+
+void RpcClient::Cancel(uint32_t xid, int err) {
+  Callback cb;
+  {
+    std::lock_guard lock(mu_);
+    auto it = pending_.find(xid);
+    if (it == pending_.end()) return;  // answered meanwhile
+    cb = std::move(it->second.cb);
+    pending_.erase(it);
+  }
+  cb(Fail(err));
 }
 
 Result<RpcReply> RpcClient::CallSync(uint32_t prog, uint32_t vers, uint32_t proc,
@@ -157,14 +177,22 @@ Result<RpcReply> RpcClient::CallSync(uint32_t prog, uint32_t vers, uint32_t proc
     Result<RpcReply> result = Fail(EIO);
   };
   auto w = std::make_shared<Waiter>();
-  Call(prog, vers, proc, cred, args, [w](Result<RpcReply> r) {
+  uint32_t xid = Send(prog, vers, proc, cred, args, [w](Result<RpcReply> r) {
     std::lock_guard lock(w->mu);
     w->result = std::move(r);
     w->done = true;
     w->cv.notify_one();
   });
   std::unique_lock lock(w->mu);
-  w->cv.wait(lock, [&] { return w->done; });
+  if (!WaitUnlessInterrupted(lock, w->cv, [&] { return w->done; })) {
+    // Whoever asked is gone (a signal): stop retransmitting. The server may
+    // still run the call, as with an interrupted call of the kernel client.
+    lock.unlock();
+    Cancel(xid, EINTR);
+    lock.lock();
+    // Cancel ran the callback, or the reader thread is running it with the reply.
+    w->cv.wait(lock, [&] { return w->done; });
+  }
   return std::move(w->result);
 }
 
@@ -257,6 +285,11 @@ void RpcClient::HandleRecord(std::span<std::byte> record) {
     }
     cb = std::move(it->second.cb);
     pending_.erase(it);
+    if (not_responding_) {
+      not_responding_ = false;
+      counters_.responding_again.fetch_add(1);
+      log::Warn("nfsx: server {}:{} OK", host_, port_);
+    }
   }
   size_t offset = static_cast<size_t>(d.position() - record.data());
   reply.record = std::make_shared_for_overwrite<std::byte[]>(record.size());
@@ -276,20 +309,28 @@ void RpcClient::CheckTimeouts() {
         ++it;
         continue;
       }
-      if (p.retransmits >= options_.max_retransmits) {
-        expired.push_back(std::move(p.cb));
-        it = pending_.erase(it);
-        continue;
+      if (p.retransmits >= options_.max_retransmits) {  // a major timeout
+        if (!options_.hard) {
+          expired.push_back(std::move(p.cb));
+          it = pending_.erase(it);
+          continue;
+        }
+        if (!not_responding_) {
+          not_responding_ = true;
+          counters_.not_responding.fetch_add(1);
+          log::Warn("nfsx: server {}:{} not responding, still trying", host_, port_);
+        }
+        p.retransmits = 0;
       }
       ++p.retransmits;
-      p.deadline = now + options_.timeout;
+      p.deadline = now + std::min(options_.timeout * (p.retransmits + 1), options_.max_timeout);
       counters_.retransmits.fetch_add(1);
       if (fd_ >= 0) send_queue_.push_back(p.request);
       ++it;
     }
     if (fd_ >= 0) FlushLocked();
   }
-  for (auto& cb : expired) cb(Fail(ETIMEDOUT));
+  for (auto& cb : expired) cb(Fail(options_.timeout_error));
 }
 
 void RpcClient::ReaderLoop() {
@@ -305,11 +346,21 @@ void RpcClient::ReaderLoop() {
       if (fd_ < 0) {
         // Disconnected: keep trying while calls wait; they time out meanwhile.
         if (!ReconnectLocked()) {
+          // A server that is down is tried less and less often, up to every 5 s;
+          // Shutdown() wakes the wait.
+          auto backoff = reconnect_backoff_;
+          reconnect_backoff_ = std::min(reconnect_backoff_ * 2, std::chrono::milliseconds(5000));
           lock.unlock();
-          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          pollfd wake{wake_fd_, POLLIN, 0};
+          if (poll(&wake, 1, static_cast<int>(backoff.count())) > 0) {
+            uint64_t v;
+            while (::read(wake_fd_, &v, sizeof(v)) > 0) {
+            }
+          }
           CheckTimeouts();
           continue;
         }
+        reconnect_backoff_ = std::chrono::milliseconds(100);
         reader = RecordReader(options_.max_record);
       }
       fds[1] = {fd_, static_cast<short>(POLLIN | (send_queue_.empty() ? 0 : POLLOUT)), 0};

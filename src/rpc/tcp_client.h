@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -28,8 +29,17 @@
 namespace nfsx::rpc {
 
 struct RpcClientOptions {
-  std::chrono::milliseconds timeout{30000};  // before a retransmission
-  int max_retransmits = 10;                  // then the call fails with ETIMEDOUT
+  // Before the first retransmission. Each later one waits one `timeout` longer
+  // (linear, as Linux over TCP), up to `max_timeout`.
+  std::chrono::milliseconds timeout{30000};
+  std::chrono::milliseconds max_timeout{600000};
+  // Retransmissions without an answer that make a "major timeout", as Linux's
+  // retrans: then a soft call fails with `timeout_error`, and a hard call logs
+  // "server not responding, still trying" (once, until the server answers again,
+  // when it logs "OK") and starts the next round at `timeout`.
+  int max_retransmits = 10;
+  bool hard = false;
+  int timeout_error = ETIMEDOUT;
   bool reconnect = true;
   size_t max_record = 8u << 20;
   bool privileged_port = false;  // bind a source port < 1024 (needs root)
@@ -47,6 +57,10 @@ struct RpcClientCounters {
   std::atomic<uint64_t> retransmits{0};
   std::atomic<uint64_t> reconnects{0};
   std::atomic<uint64_t> bad_replies{0};  // malformed or for an unknown xid
+  // Episodes of "not responding" (major timeouts of hard calls), and how many of
+  // them ended with an answer.
+  std::atomic<uint64_t> not_responding{0};
+  std::atomic<uint64_t> responding_again{0};
 };
 
 class RpcClient {
@@ -64,7 +78,8 @@ class RpcClient {
   // with an error (ETIMEDOUT, ECONNRESET when reconnecting is off, ESHUTDOWN).
   void Call(uint32_t prog, uint32_t vers, uint32_t proc, const Credential& cred,
             const ArgsEncoder& args, Callback cb);
-  // Same, waiting for the reply.
+  // Same, waiting for the reply. When this thread's work is interrupted (see
+  // InterruptScope) the wait ends, the call is cancelled and the result is EINTR.
   Result<RpcReply> CallSync(uint32_t prog, uint32_t vers, uint32_t proc, const Credential& cred,
                             const ArgsEncoder& args);
 
@@ -84,6 +99,10 @@ class RpcClient {
  private:
   RpcClient(std::string host, uint16_t port, RpcClientOptions options);
   Result<int> Dial();
+  uint32_t Send(uint32_t prog, uint32_t vers, uint32_t proc, const Credential& cred,
+                const ArgsEncoder& args, Callback cb);
+  // Fails the call `xid` with `err` if it is still waiting for its reply.
+  void Cancel(uint32_t xid, int err);
   void ReaderLoop();
   void SendLocked(uint32_t xid);
   bool FlushLocked();
@@ -96,7 +115,7 @@ class RpcClient {
     std::shared_ptr<OutBuffer> request;  // whole record, kept for retransmission
     Callback cb;
     std::chrono::steady_clock::time_point deadline;
-    int retransmits = 0;
+    int retransmits = 0;  // in this round, since the last major timeout
   };
 
   const std::string host_;
@@ -111,6 +130,10 @@ class RpcClient {
   size_t send_offset_ = 0;
   std::atomic<uint32_t> next_xid_;
   bool shutdown_ = false;  // GUARDED_BY(mu_)
+  // A hard call reached a major timeout and no reply has come since.
+  bool not_responding_ = false;  // GUARDED_BY(mu_)
+  // Between failed reconnection attempts; doubles up to 5 s, reset on success.
+  std::chrono::milliseconds reconnect_backoff_{100};
   int wake_fd_ = -1;
   std::once_flag shutdown_once_;
   std::thread reader_;

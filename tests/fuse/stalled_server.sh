@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# A hard mount whose server stops answering (SIGSTOP): a process blocked on the
+# mount dies at SIGKILL and gets EINTR at a caught signal within seconds, as with
+# the kernel client; the mount logs "not responding" once, and once the server
+# resumes it logs "OK" and carries on with nothing lost.
+TEST_NAME=fuse_stalled_server
+source "$(dirname "$0")/lib.sh"
+need_fuse
+start_server nfsx srv
+SERVER_PID=${SERVERS[0]#nfsx }
+
+# The server must run again before the mounts are taken down at exit.
+eval "$(declare -f before_cleanup | sed '1s/before_cleanup/unmount_all/')"
+before_cleanup() {
+	kill -CONT "$SERVER_PID" 2>/dev/null || true
+	unmount_all
+}
+
+# wait_blocked PID: returns once PID waits inside a FUSE request.
+wait_blocked() {
+	local w
+	for _ in $(seq 600); do
+		w=$(cat "/proc/$1/wchan" 2>/dev/null || true)
+		[[ $w == *fuse* || $w == request_wait_answer ]] && return 0
+		kill -0 "$1" 2>/dev/null || fail "pid $1 exited before it blocked"
+		sleep 0.05
+	done
+	fail "pid $1 never blocked in the mount (wchan '$w')"
+}
+
+# gone_within SECONDS PID: whether PID exits within SECONDS (prints how long it took).
+gone_within() {
+	local start=$EPOCHREALTIME
+	for _ in $(seq $(($1 * 20))); do
+		if ! kill -0 "$2" 2>/dev/null; then
+			note "exited after $(bc <<<"$EPOCHREALTIME - $start") s"
+			return 0
+		fi
+		sleep 0.05
+	done
+	return 1
+}
+
+# actimeo=0: every stat reaches the server. timeo=5, retrans=1: "not responding"
+# after 0.5 + 1 s.
+mount_nfsx "$WORK/m" "$(url "" "actimeo=0&timeo=5&retrans=1")"
+echo "written before the stall" >"$WORK/m/f"
+kill -STOP "$SERVER_PID"
+
+python3 -c 'import os, sys; os.stat(sys.argv[1])' "$WORK/m/f" &
+victim=$!
+wait_blocked "$victim"
+kill -KILL "$victim"
+gone_within 10 "$victim" || fail "a process blocked on the stopped server survived SIGKILL for 10 s"
+wait "$victim" 2>/dev/null || true
+pass "SIGKILL ends a process blocked on a stopped server"
+
+python3 - "$WORK/m/f" >"$WORK/interrupted.out" 2>&1 <<'PY' &
+import os, signal, sys
+class Interrupted(Exception): pass
+def handler(*_): raise Interrupted()
+signal.signal(signal.SIGUSR1, handler)
+try:
+    os.stat(sys.argv[1])
+    print("stat returned")
+except Interrupted:
+    # Python runs the handler only once the system call has returned (EINTR).
+    print("interrupted")
+PY
+catcher=$!
+wait_blocked "$catcher"
+kill -USR1 "$catcher"
+gone_within 10 "$catcher" || fail "a caught signal did not interrupt the blocked stat within 10 s"
+wait "$catcher" || true
+[[ $(cat "$WORK/interrupted.out") == interrupted ]] || fail "caught signal: $(cat "$WORK/interrupted.out")"
+pass "a caught signal interrupts the blocked call (EINTR)"
+
+# A call left to wait: a soft mount would fail it after 1.5 s; a hard one waits.
+python3 -c 'import os, sys; os.stat(sys.argv[1])' "$WORK/m/f" &
+waiter=$!
+wait_blocked "$waiter"
+log=$WORK/mount-m.log
+for _ in $(seq 600); do grep -q "not responding" "$log" && break; sleep 0.05; done
+grep -q "not responding, still trying" "$log" || fail "no \"not responding\" in the mount's log"
+kill -0 "$waiter" 2>/dev/null || fail "the call gave up instead of waiting for the server"
+kill -CONT "$SERVER_PID"
+wait "$waiter" || fail "the call that waited for the server failed"
+[[ $(cat "$WORK/m/f") == "written before the stall" ]] || fail "the mount did not carry on"
+echo "written after" >"$WORK/m/g"
+[[ $(cat "$EXPORT_DIR/g") == "written after" ]] || fail "a write after the stall did not reach the server"
+grep -q "server .* OK" "$log" || fail "no \"OK\" in the mount's log after the server resumed"
+(($(grep -c "not responding" "$log") == 1)) ||
+	fail "\"not responding\" logged $(grep -c "not responding" "$log") times, not once"
+pass "a waiting call outlasts the stall; \"not responding\" once, then \"OK\"; the mount carries on"
