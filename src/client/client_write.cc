@@ -211,20 +211,14 @@ Result<void> ClientCore::SendExtents(const InodePtr& ino, std::vector<Run> runs,
     int in_flight = 0;
     int error = 0;
     std::vector<int> parts_left;  // per run
+    // What short WRITEs left unwritten, to send again (with their run's index).
+    std::vector<std::pair<Run, size_t>> rest;
   };
   auto st = std::make_shared<State>();
   st->parts_left.assign(runs.size(), 0);
   for (auto& w : writes) ++st->parts_left[w.second];
   const int max_in_flight = std::max(1, options_.max_writes_in_flight);
-  for (auto& [run, run_index] : writes) {
-    {
-      std::unique_lock lock(st->mu);
-      if (!WaitUnlessInterrupted(lock, st->cv, [&] { return st->in_flight < max_in_flight; })) {
-        return Fail(EINTR);  // the WRITEs sent go on; their callbacks own `st`
-      }
-      if (st->error) break;
-      ++st->in_flight;
-    }
+  auto send_one = [&](const Run& run, size_t ri) {
     auto [offset, buf] = run;
     WRITE3args a;
     a.file = ino->fh();
@@ -235,11 +229,11 @@ Result<void> ClientCore::SendExtents(const InodePtr& ino, std::vector<Run> runs,
     channel_->AddWriteBytes(buf->size());
     if (resend) channel_->AddResentBytes(buf->size());
     auto token = BeginCall(ino, Kind::kModify);
-    size_t ri = run_index;
     channel_->Call<WRITE3res>(
         nfsproc3::WRITE, a,
         [this, ino, token, st, offset, buf, stable, ri, on_written](Result<WRITE3res> r) {
           int err = 0;
+          std::optional<Run> rest;
           if (!r) {
             err = r.error().code;
             EndCall(ino, token, std::nullopt, std::nullopt);
@@ -248,35 +242,63 @@ Result<void> ClientCore::SendExtents(const InodePtr& ino, std::vector<Run> runs,
             EndCall(ino, token, r->resfail.wcc.before, r->resfail.wcc.after);
           } else {
             EndCall(ino, token, r->resok.file_wcc.before, r->resok.file_wcc.after);
-            if (r->resok.count < buf->size()) err = EIO;  // a short write: treat as failed
+            size_t written = std::min<size_t>(r->resok.count, buf->size());
+            // A short write (the server's pwrite stopped early): the rest is sent
+            // again, as Linux does; a WRITE that wrote nothing is an error.
+            if (written == 0) {
+              err = EIO;
+            } else if (written < buf->size()) {
+              rest = Run{offset + written,
+                         std::make_shared<std::vector<std::byte>>(
+                             buf->begin() + static_cast<ptrdiff_t>(written), buf->end())};
+            }
             // The verifier of every WRITE is recorded with its range, whatever the
             // stability asked for; only FILE_SYNC data needs no COMMIT (seed 003).
             bool stable_enough = r->resok.committed == FILE_SYNC ||
                                  (stable == DATA_SYNC && r->resok.committed == DATA_SYNC);
             std::lock_guard lock(ino->wb_mu);
             if (!err && !stable_enough) {
-              ino->AddUnstable(offset, {buf, 0, buf->size(), r->resok.verf});
+              ino->AddUnstable(offset, {buf, 0, written, r->resok.verf});
             } else if (!err) {
-              ino->TrimUnstable(offset, offset + buf->size());  // newer and already stable
+              ino->TrimUnstable(offset, offset + written);  // newer and already stable
             }
           }
-          bool run_done;
+          bool run_done = false;
           {
             std::lock_guard lock(st->mu);
             if (err && !st->error) st->error = err;
-            run_done = --st->parts_left[ri] == 0;
+            if (rest) {
+              st->rest.emplace_back(std::move(*rest), ri);
+            } else {
+              run_done = --st->parts_left[ri] == 0;
+            }
           }
           if (run_done && !err && on_written) on_written(ri);
           std::lock_guard lock(st->mu);
           --st->in_flight;
           st->cv.notify_all();
         });
+  };
+  while (!writes.empty()) {
+    for (auto& [run, run_index] : writes) {
+      {
+        std::unique_lock lock(st->mu);
+        if (!WaitUnlessInterrupted(lock, st->cv, [&] { return st->in_flight < max_in_flight; })) {
+          return Fail(EINTR);  // the WRITEs sent go on; their callbacks own `st`
+        }
+        if (st->error) break;
+        ++st->in_flight;
+      }
+      send_one(run, run_index);
+    }
+    std::unique_lock lock(st->mu);
+    if (!WaitUnlessInterrupted(lock, st->cv, [&] { return st->in_flight == 0; })) {
+      return Fail(EINTR);
+    }
+    if (st->error) return Fail(st->error);
+    writes = std::move(st->rest);
+    st->rest.clear();
   }
-  std::unique_lock lock(st->mu);
-  if (!WaitUnlessInterrupted(lock, st->cv, [&] { return st->in_flight == 0; })) {
-    return Fail(EINTR);
-  }
-  if (st->error) return Fail(st->error);
   return {};
 }
 

@@ -111,5 +111,36 @@ TEST_P(WriteErrorTest, AnErrorAtReleaseIsKeptForTheNextFsync) {
 
 INSTANTIATE_TEST_SUITE_P(Errors, WriteErrorTest, ::testing::Values(ENOSPC, EDQUOT, EIO), ErrnoName);
 
+// A server whose filesystem writes at most 1000 bytes per pwrite answers WRITEs
+// with short counts: the client sends the rest again (before, a short WRITE was
+// an EIO, and the data behind it was dropped).
+class ShortWriteTest : public ::testing::TestWithParam<WriteMode> {};
+
+TEST_P(ShortWriteTest, TheRestOfAShortWriteIsSentAgain) {
+  NfsxServer server;
+  std::string why;
+  ASSERT_TRUE(server.Start(&why)) << why;
+  auto core = MountCore(server);
+  ASSERT_NE(core, nullptr);
+  auto f = core->Create(core->root(), "short", 0644, false, true);
+  ASSERT_TRUE(f.has_value());
+  server.faults().LimitWrites(1000);
+  std::string data = Pattern(300'000, 8);
+  auto n = core->Write(*f, 0, Bytes(data), GetParam());
+  ASSERT_TRUE(n.has_value()) << std::strerror(n.error().code);
+  auto flushed = core->Flush(*f, true);
+  ASSERT_TRUE(flushed.has_value()) << std::strerror(flushed.error().code);
+  std::ifstream in(server.dir() + "/short", std::ios::binary);
+  std::string got((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(got.size(), data.size());
+  EXPECT_TRUE(got == data) << "the file differs from what was written";
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, ShortWriteTest,
+                         ::testing::Values(WriteMode::kBuffered, WriteMode::kDirect),
+                         [](const ::testing::TestParamInfo<WriteMode>& i) {
+                           return i.param == WriteMode::kBuffered ? "Buffered" : "Direct";
+                         });
+
 }  // namespace
 }  // namespace nfsx::client::testing

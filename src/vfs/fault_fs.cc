@@ -56,6 +56,8 @@ class FaultInjectingFs::Injector {
   }
 
   void SetTimeGranularity(uint64_t ns) { granularity_ns_.store(ns, std::memory_order_relaxed); }
+  void LimitWrites(size_t bytes) { write_limit_.store(bytes, std::memory_order_relaxed); }
+  size_t write_limit() const { return write_limit_.load(std::memory_order_relaxed); }
   // What a filesystem with the configured clock granularity would report.
   Result<Attr> Coarsen(Result<Attr> attr) const {
     uint64_t g = granularity_ns_.load(std::memory_order_relaxed);
@@ -107,6 +109,7 @@ class FaultInjectingFs::Injector {
   std::array<std::atomic<uint64_t>, kNumFaultOps> calls_{};
   std::atomic<uint64_t> injected_{0};
   std::atomic<uint64_t> granularity_ns_{0};
+  std::atomic<size_t> write_limit_{0};
 };
 
 namespace {
@@ -123,6 +126,9 @@ class FaultOpenFile final : public OpenFile {
 
   Result<size_t> Write(uint64_t offset, std::span<const std::byte> data) override {
     if (auto error = Check(FaultOp::kWrite)) return Fail(*error);
+    if (size_t limit = injector_->write_limit(); limit > 0 && data.size() > limit) {
+      data = data.first(limit);  // a short write, as pwrite(2) may make
+    }
     return base_->Write(offset, data);
   }
 
@@ -187,6 +193,8 @@ void FaultInjectingFs::FailOnFile(FaultOp op, uint64_t fileid, int error, uint64
 void FaultInjectingFs::ClearFaults() { injector_->Clear(); }
 
 void FaultInjectingFs::SetTimeGranularity(uint64_t ns) { injector_->SetTimeGranularity(ns); }
+
+void FaultInjectingFs::LimitWrites(size_t bytes) { injector_->LimitWrites(bytes); }
 
 uint64_t FaultInjectingFs::calls(FaultOp op) const { return injector_->calls(op); }
 

@@ -80,6 +80,11 @@ class FaultInjectingFs final : public Filesystem {
   // coarsely, as ext4 before Linux 6.13 (one jiffy) or FAT (two seconds).
   void SetTimeGranularity(uint64_t ns);
 
+  // From now on, OpenFile::Write writes at most `bytes` of what it is given and says
+  // so (0: no limit): the short writes pwrite(2) may make, which NFS passes on as a
+  // WRITE reply's count.
+  void LimitWrites(size_t bytes);
+
   // How many calls of `op` were made, failed ones included.
   uint64_t calls(FaultOp op) const;
   // How many calls failed because of an armed fault.
