@@ -25,6 +25,7 @@
 #include "client/inode.h"
 #include "client/url.h"
 #include "nfsx/client.h"
+#include "rpc/worker_pool.h"
 
 namespace nfsx::client {
 
@@ -105,6 +106,8 @@ class ClientCore {
   // With `keep_error` (RELEASE, which has no caller to tell: pages of a shared
   // mapping written back after close), a write-back error stays recorded for the
   // next fsync/close of the file instead of being reported once here.
+  // From a thread that may be interrupted (InterruptScope), the flush runs on a
+  // pool thread to its end and only the wait for it ends with EINTR.
   Result<void> Flush(const InodePtr& ino, bool commit, bool keep_error = false);
   Result<void> Truncate(const InodePtr& ino, uint64_t size);
   // Flushes and commits every file with unwritten or uncommitted data.
@@ -149,6 +152,8 @@ class ClientCore {
       std::vector<std::pair<uint64_t, std::shared_ptr<std::vector<std::byte>>>> runs,
       nfs3::stable_how stable, bool resend, std::function<void(size_t)> on_written = nullptr);
   void KickWriteback(const InodePtr& ino);
+  // Flush() on the calling thread, to the end.
+  Result<void> FlushNow(const InodePtr& ino, bool commit, bool keep_error);
   void BackgroundLoop();
   void MaybeEvict();
 
@@ -175,6 +180,9 @@ class ClientCore {
   std::vector<InodePtr> bg_queue_;  // GUARDED_BY(bg_mu_)
   bool bg_stop_ = false;
   std::vector<std::thread> bg_threads_;
+  // Flushes for callers that may be interrupted (see Flush). Declared after what
+  // flushing uses, so that it is drained and joined first.
+  std::unique_ptr<rpc::WorkerPool> flush_pool_ = std::make_unique<rpc::WorkerPool>(4);
 };
 
 }  // namespace nfsx::client

@@ -92,6 +92,37 @@ bool ClientCore::WriteDropsSetIds(Inode& ino) {
 }
 
 Result<void> ClientCore::Flush(const InodePtr& ino, bool commit, bool keep_error) {
+  if (!InterruptScope::Active()) return FlushNow(ino, commit, keep_error);
+  // A caller that may be interrupted (a FUSE request: its process may get a
+  // signal) waits for a flush that runs to its end on a pool thread, however long
+  // the server takes: interrupting write-back half-way would leave data neither
+  // in the cache nor on the server. The caller may stop waiting (EINTR); the
+  // data stays dirty or unstable until written, and an error is kept for the
+  // next fsync/close.
+  struct Done {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+  };
+  auto d = std::make_shared<Done>();
+  flush_pool_->Submit([this, ino, commit, d] {
+    (void)FlushNow(ino, commit, /*keep_error=*/true);
+    std::lock_guard lock(d->mu);
+    d->done = true;
+    d->cv.notify_all();
+  });
+  {
+    std::unique_lock lock(d->mu);
+    if (!WaitUnlessInterrupted(lock, d->cv, [&] { return d->done; })) return Fail(EINTR);
+  }
+  std::lock_guard lock(ino->wb_mu);
+  int err = ino->wb_error;
+  if (err && commit && !keep_error) ino->wb_error = 0;  // reported once, as fsync(2) does
+  if (err && (commit || keep_error)) return Fail(err);
+  return {};
+}
+
+Result<void> ClientCore::FlushNow(const InodePtr& ino, bool commit, bool keep_error) {
   std::lock_guard fl(ino->flush_mu);
   auto sent = SendDirty(ino, UNSTABLE);
   bool over = false;
@@ -168,13 +199,6 @@ Result<void> ClientCore::SendDirty(const InodePtr& ino, stable_how stable) {
       dirty_total_.fetch_sub(static_cast<int64_t>(cleaned));
     };
     if (auto r = SendExtents(ino, std::move(runs), stable, false, clean); !r) {
-      if (r.error().code == EINTR) {
-        // The caller gave up waiting (a signal), not the server: the pages stay
-        // dirty for the next flush; those whose WRITE completes are cleaned by it.
-        std::lock_guard lock(ino->wb_mu);
-        ino->dirty_pages.insert(indexes.begin(), indexes.end());
-        return r;
-      }
       // The bytes are lost to the server; the error goes to the next fsync/close.
       for (size_t i = 0; i < pieces.size(); ++i) clean(i);
       std::lock_guard lock(ino->wb_mu);
@@ -283,18 +307,14 @@ Result<void> ClientCore::SendExtents(const InodePtr& ino, std::vector<Run> runs,
     for (auto& [run, run_index] : writes) {
       {
         std::unique_lock lock(st->mu);
-        if (!WaitUnlessInterrupted(lock, st->cv, [&] { return st->in_flight < max_in_flight; })) {
-          return Fail(EINTR);  // the WRITEs sent go on; their callbacks own `st`
-        }
+        st->cv.wait(lock, [&] { return st->in_flight < max_in_flight; });
         if (st->error) break;
         ++st->in_flight;
       }
       send_one(run, run_index);
     }
     std::unique_lock lock(st->mu);
-    if (!WaitUnlessInterrupted(lock, st->cv, [&] { return st->in_flight == 0; })) {
-      return Fail(EINTR);
-    }
+    st->cv.wait(lock, [&] { return st->in_flight == 0; });
     if (st->error) return Fail(st->error);
     writes = std::move(st->rest);
     st->rest.clear();

@@ -136,8 +136,10 @@ class NfsFuse {
   // knows it; null otherwise.
   NodePtr Replaced(fuse_ino_t parent, const std::string& name);
   // Whether removing dir/name would delete `victim` while it is open (its last
-  // link); such a file is hidden under a unique name until its last close.
-  bool MustHide(const NodePtr& dir, const std::string& name, const NodePtr& victim);
+  // link); such a file is hidden under a unique name until its last close. An
+  // error (the server not answering, an interrupted wait) is passed on: guessing
+  // "not open" would delete an open file's data.
+  Result<bool> MustHide(const NodePtr& dir, const std::string& name, const NodePtr& victim);
   Result<std::string> Hide(const NodePtr& dir, const std::string& name, const NodePtr& victim);
   void Unhide(const NodePtr& dir, const std::string& hidden_name, const std::string& name,
               const NodePtr& victim);

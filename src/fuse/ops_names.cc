@@ -118,12 +118,14 @@ NodePtr NfsFuse::Replaced(fuse_ino_t parent, const std::string& name) {
   return id ? table_.Get(id) : nullptr;
 }
 
-bool NfsFuse::MustHide(const NodePtr& dir, const std::string& name, const NodePtr& victim) {
+Result<bool> NfsFuse::MustHide(const NodePtr& dir, const std::string& name, const NodePtr& victim) {
   if (!victim || victim->opens.load() == 0 || victim->ino->type() != NF3REG) return false;
   // Only the last link matters, and only if the name still is that file.
   auto st = core_->GetAttr(victim->ino);
+  if (!st) return std::unexpected(st.error());
   auto now = core_->Lookup(dir->ino, name);
-  return st && st->nlink <= 1 && now && *now == victim->ino;
+  if (!now && now.error().code != ENOENT) return std::unexpected(now.error());
+  return st->nlink <= 1 && now && *now == victim->ino;
 }
 
 Result<std::string> NfsFuse::Hide(const NodePtr& dir, const std::string& name,
@@ -180,7 +182,12 @@ void NfsFuse::Unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
   NodePtr dir = NodeOr(req, parent);
   if (!dir) return;
   NodePtr victim = Replaced(parent, name);
-  bool hidden = MustHide(dir, name, victim);
+  auto must_hide = MustHide(dir, name, victim);
+  if (!must_hide) {
+    fuse_reply_err(req, must_hide.error().code);
+    return;
+  }
+  bool hidden = *must_hide;
   Result<void> r;
   if (hidden) {
     if (auto h = Hide(dir, name, victim); !h) r = std::unexpected(h.error());
@@ -219,7 +226,12 @@ void NfsFuse::Rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_i
   NodePtr replaced = Replaced(newparent, newname);
   if (replaced && replaced == moved) replaced = nullptr;  // two names of one file
   std::string hidden_name;
-  if (MustHide(to, newname, replaced)) {
+  auto must_hide = MustHide(to, newname, replaced);
+  if (!must_hide) {
+    fuse_reply_err(req, must_hide.error().code);
+    return;
+  }
+  if (*must_hide) {
     // The file renamed over is open: hide it first so that its descriptors keep working.
     auto h = Hide(to, newname, replaced);
     if (!h) {
