@@ -73,7 +73,8 @@ class FakeServer {
     close(conn_);
   }
   Respond respond_;
-  int listen_ = -1, conn_ = -1;
+  int listen_ = -1;
+  std::atomic<int> conn_{-1};  // set by the serving thread, read by the destructor
   uint16_t port_ = 0;
   std::thread thread_;
 };

@@ -79,8 +79,9 @@ Result<std::unique_ptr<ClientCore>> ClientCore::Mount(const NfsUrl& url, std::st
   // refusal moves on to the next shorter prefix, as libnfs does: servers answer MNT
   // of a path that is not an export in their own ways (nfsx NOENT, NFS-Ganesha
   // ACCES), so a refusal of a file's path says nothing about its export.
-  // Mounting gives up, as mount(8) does, rather than wait for ever for a server
-  // that is not there: only the NFS calls after it are hard.
+  // Mounting (MNT, FSINFO, GETATTR of the root) gives up, as mount(8) does,
+  // rather than wait for ever for a server that is not there: only the calls
+  // after it are hard.
   rpc::RpcClientOptions mount_ro = ro;
   mount_ro.hard = false;
   mount_ro.timeout_error = ETIMEDOUT;
@@ -130,7 +131,7 @@ Result<std::unique_ptr<ClientCore>> ClientCore::Mount(const NfsUrl& url, std::st
   rest->clear();
   for (size_t i = used; i < parts.size(); ++i) *rest += (rest->empty() ? "" : "/") + parts[i];
 
-  auto channel = Channel::Open(url.host, nfs_port, o.nconnect, ro, cred);
+  auto channel = Channel::Open(url.host, nfs_port, o.nconnect, mount_ro, cred);
   if (!channel) {
     if (error)
       *error = fmt::format("cannot reach NFS at {}:{}: {}", url.host, nfs_port,
@@ -161,6 +162,7 @@ Result<std::unique_ptr<ClientCore>> ClientCore::Mount(const NfsUrl& url, std::st
     return Fail(err);
   }
   core->root_ = core->Intern(*root, attr->resok.obj_attributes, sent_ns);
+  core->channel_->SetRecovery(ro.hard, ro.timeout_error);  // mounted: as asked from now on
   for (int i = 0; i < 2; ++i)
     core->bg_threads_.emplace_back([c = core.get()] { c->BackgroundLoop(); });
   return core;

@@ -47,7 +47,11 @@ bool BindReservedPort(int fd, int family) {
 }  // namespace
 
 RpcClient::RpcClient(std::string host, uint16_t port, RpcClientOptions options)
-    : host_(std::move(host)), port_(port), options_(options) {
+    : host_(std::move(host)),
+      port_(port),
+      options_(options),
+      hard_(options.hard),
+      timeout_error_(options.timeout_error) {
   std::random_device rd;
   next_xid_.store(rd());
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -176,6 +180,8 @@ Result<RpcReply> RpcClient::CallSync(uint32_t prog, uint32_t vers, uint32_t proc
     bool done = false;
     Result<RpcReply> result = Fail(EIO);
   };
+  // Whoever asked is gone already: nothing is sent.
+  if (InterruptScope::Interrupted()) return Fail(EINTR);
   auto w = std::make_shared<Waiter>();
   uint32_t xid = Send(prog, vers, proc, cred, args, [w](Result<RpcReply> r) {
     std::lock_guard lock(w->mu);
@@ -300,8 +306,10 @@ void RpcClient::HandleRecord(std::span<std::byte> record) {
 
 void RpcClient::CheckTimeouts() {
   std::vector<Callback> expired;
+  int timeout_error;
   {
     std::lock_guard lock(mu_);
+    timeout_error = timeout_error_;
     auto now = Clock::now();
     for (auto it = pending_.begin(); it != pending_.end();) {
       Pending& p = it->second;
@@ -309,8 +317,10 @@ void RpcClient::CheckTimeouts() {
         ++it;
         continue;
       }
+      // Waits grow by `timeout` per retransmission: timeout, 2 timeout, 3 timeout...
+      auto wait = options_.timeout * (p.retransmits + 2);
       if (p.retransmits >= options_.max_retransmits) {  // a major timeout
-        if (!options_.hard) {
+        if (!hard_) {
           expired.push_back(std::move(p.cb));
           it = pending_.erase(it);
           continue;
@@ -320,17 +330,18 @@ void RpcClient::CheckTimeouts() {
           counters_.not_responding.fetch_add(1);
           log::Warn("nfsx: server {}:{} not responding, still trying", host_, port_);
         }
-        p.retransmits = 0;
+        p.retransmits = -1;  // the next round starts again at `timeout`, as Linux's
+        wait = options_.timeout;
       }
       ++p.retransmits;
-      p.deadline = now + std::min(options_.timeout * (p.retransmits + 1), options_.max_timeout);
+      p.deadline = now + std::min(wait, options_.max_timeout);
       counters_.retransmits.fetch_add(1);
       if (fd_ >= 0) send_queue_.push_back(p.request);
       ++it;
     }
     if (fd_ >= 0) FlushLocked();
   }
-  for (auto& cb : expired) cb(Fail(options_.timeout_error));
+  for (auto& cb : expired) cb(Fail(timeout_error));
 }
 
 void RpcClient::ReaderLoop() {

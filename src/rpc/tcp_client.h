@@ -93,6 +93,13 @@ class RpcClient {
 
   const RpcClientCounters& counters() const { return counters_; }
   size_t in_flight() const;
+  // Changes `hard` and `timeout_error` for calls from now on (a mount is soft
+  // while it mounts, then as asked).
+  void SetRecovery(bool hard, int timeout_error) {
+    std::lock_guard lock(mu_);
+    hard_ = hard;
+    timeout_error_ = timeout_error;
+  }
   const std::string& host() const { return host_; }
   uint16_t port() const { return port_; }
 
@@ -130,6 +137,8 @@ class RpcClient {
   size_t send_offset_ = 0;
   std::atomic<uint32_t> next_xid_;
   bool shutdown_ = false;  // GUARDED_BY(mu_)
+  bool hard_;              // GUARDED_BY(mu_)
+  int timeout_error_;      // GUARDED_BY(mu_)
   // A hard call reached a major timeout and no reply has come since.
   bool not_responding_ = false;  // GUARDED_BY(mu_)
   // Between failed reconnection attempts; doubles up to 5 s, reset on success.
