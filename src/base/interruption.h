@@ -9,9 +9,11 @@
 // handled is always safe.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 namespace nfsx {
 
@@ -47,6 +49,21 @@ bool WaitUnlessInterrupted(std::unique_lock<std::mutex>& lock, std::condition_va
   while (!done()) {
     if (InterruptScope::Interrupted()) return false;
     cv.wait_for(lock, std::chrono::milliseconds(50));
+  }
+  return true;
+}
+
+// Sleeps for `d`; false if this thread's work is interrupted first.
+inline bool SleepUnlessInterrupted(std::chrono::milliseconds d) {
+  auto until = std::chrono::steady_clock::now() + d;
+  if (!InterruptScope::Active()) {
+    std::this_thread::sleep_until(until);
+    return true;
+  }
+  while (std::chrono::steady_clock::now() < until) {
+    if (InterruptScope::Interrupted()) return false;
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+        std::chrono::milliseconds(50), until - std::chrono::steady_clock::now()));
   }
   return true;
 }

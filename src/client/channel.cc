@@ -18,6 +18,9 @@ Result<std::unique_ptr<Channel>> Channel::Open(const std::string& host, uint16_t
 
 void Channel::Shutdown() {
   for (auto& c : conns_) c->Shutdown();
+  // Retries still waiting run now, against shut-down connections: each caller
+  // hears ESHUTDOWN once.
+  retries_.Stop();
 }
 
 size_t Channel::in_flight() const {

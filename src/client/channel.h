@@ -5,13 +5,17 @@
 // must be short and must never wait for another call.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <vector>
 
+#include "base/interruption.h"
 #include "client/acting_as.h"
+#include "client/delayed_tasks.h"
 #include "client/typed_call.h"
 #include "nfsx/client.h"
 #include "proto/nfs3_types.h"
@@ -23,20 +27,36 @@ class Channel {
   static Result<std::unique_ptr<Channel>> Open(const std::string& host, uint16_t port, int nconnect,
                                                rpc::RpcClientOptions options, rpc::Credential cred);
 
+  // Both kinds of call retry NFS3ERR_JUKEBOX (the server's "try again later": a
+  // file being recalled from tape, a lock being broken) after 100 ms, doubling up
+  // to 5 s, for as long as the server says it; the caller never sees it.
   template <class Res, class Args>
   void Call(nfs3::nfsproc3 proc, const Args& args, std::function<void(Result<Res>)> done) {
     Count(proc);
     Next().Call(
         nfs3::NFS_PROGRAM, nfs3::NFS_V3, static_cast<uint32_t>(proc), ActingAs::Or(cred_),
         [&](xdr::XdrEncoder& e) { e(args); },
-        [done = std::move(done)](Result<rpc::RpcReply> reply) { done(DecodeReply<Res>(reply)); });
+        [this, proc, args, cred = ActingAs::Or(cred_),
+         done = std::move(done)](Result<rpc::RpcReply> reply) mutable {
+          auto res = DecodeReply<Res>(reply);
+          if (!res || res->status != nfs3::NFS3ERR_JUKEBOX) return done(std::move(res));
+          RetryLater<Res>(proc, std::make_shared<const Args>(std::move(args)), std::move(cred),
+                          std::move(done), kFirstJukeboxDelay);
+        });
   }
 
   template <class Res, class Args>
   Result<Res> CallSync(nfs3::nfsproc3 proc, const Args& args) {
     Count(proc);
-    return client::CallSync<Res>(Next(), nfs3::NFS_PROGRAM, nfs3::NFS_V3,
-                                 static_cast<uint32_t>(proc), ActingAs::Or(cred_), args);
+    auto delay = kFirstJukeboxDelay;
+    for (;;) {
+      auto res = client::CallSync<Res>(Next(), nfs3::NFS_PROGRAM, nfs3::NFS_V3,
+                                       static_cast<uint32_t>(proc), ActingAs::Or(cred_), args);
+      if (!res || res->status != nfs3::NFS3ERR_JUKEBOX) return res;
+      jukebox_retries_.fetch_add(1, std::memory_order_relaxed);
+      if (!SleepUnlessInterrupted(delay)) return Fail(EINTR);
+      delay = std::min(delay * 2, kMaxJukeboxDelay);
+    }
   }
 
   void AddWriteBytes(uint64_t n) { write_bytes_.fetch_add(n, std::memory_order_relaxed); }
@@ -45,10 +65,16 @@ class Channel {
   void AddInvalidation() { invalidations_.fetch_add(1, std::memory_order_relaxed); }
 
   WireStats stats() const;
+  // RpcClient::SetRecovery on every connection.
+  void SetRecovery(bool hard, int timeout_error) {
+    for (auto& c : conns_) c->SetRecovery(hard, timeout_error);
+  }
   // Shuts every connection down (RpcClient::Shutdown): calls in flight fail with
   // ESHUTDOWN and their callbacks run on this thread before it returns; later
   // calls fail at once. Idempotent.
   void Shutdown();
+  // Calls answered NFS3ERR_JUKEBOX and sent again.
+  uint64_t jukebox_retries() const { return jukebox_retries_.load(std::memory_order_relaxed); }
   // Calls sent whose callbacks have not been taken yet, over all connections.
   size_t in_flight() const;
   // The client's own identity; calls carry ActingAs::Or(cred()).
@@ -64,11 +90,37 @@ class Channel {
     calls_[static_cast<size_t>(proc)].fetch_add(1, std::memory_order_relaxed);
   }
 
+  static constexpr std::chrono::milliseconds kFirstJukeboxDelay{100};
+  static constexpr std::chrono::milliseconds kMaxJukeboxDelay{5000};
+
+  // Sends `args` again after `delay` (a JUKEBOX answer), from the retry thread:
+  // reply callbacks run on a connection's reader thread and must not wait.
+  template <class Res, class Args>
+  void RetryLater(nfs3::nfsproc3 proc, std::shared_ptr<const Args> args, rpc::Credential cred,
+                  std::function<void(Result<Res>)> done, std::chrono::milliseconds delay) {
+    jukebox_retries_.fetch_add(1, std::memory_order_relaxed);
+    retries_.After(
+        delay, [this, proc, args, cred = std::move(cred), done = std::move(done), delay]() mutable {
+          Next().Call(
+              nfs3::NFS_PROGRAM, nfs3::NFS_V3, static_cast<uint32_t>(proc), cred,
+              [&](xdr::XdrEncoder& e) { e(*args); },
+              [this, proc, args, cred, done = std::move(done),
+               delay](Result<rpc::RpcReply> reply) mutable {
+                auto res = DecodeReply<Res>(reply);
+                if (!res || res->status != nfs3::NFS3ERR_JUKEBOX) return done(std::move(res));
+                RetryLater<Res>(proc, std::move(args), std::move(cred), std::move(done),
+                                std::min(delay * 2, kMaxJukeboxDelay));
+              });
+        });
+  }
+
   std::vector<std::unique_ptr<rpc::RpcClient>> conns_;
   rpc::Credential cred_;
   std::atomic<uint32_t> next_{0};
   std::array<std::atomic<uint64_t>, nfs3::kNumProcs> calls_{};
   std::atomic<uint64_t> write_bytes_{0}, read_bytes_{0}, resent_bytes_{0}, invalidations_{0};
+  std::atomic<uint64_t> jukebox_retries_{0};
+  DelayedTasks retries_;  // last: stopped (its tasks run) after the connections shut down
 };
 
 }  // namespace nfsx::client

@@ -142,5 +142,30 @@ INSTANTIATE_TEST_SUITE_P(Modes, ShortWriteTest,
                            return i.param == WriteMode::kBuffered ? "Buffered" : "Direct";
                          });
 
+// NFS3ERR_JUKEBOX (the server's EAGAIN: "try again later") is retried, with
+// backoff, by synchronous calls (CREATE) and by asynchronous ones (WRITE), and
+// the application never sees it.
+TEST(JukeboxTest, CallsTheServerAsksToRepeatAreRepeated) {
+  NfsxServer server;
+  std::string why;
+  ASSERT_TRUE(server.Start(&why)) << why;
+  auto core = MountCore(server);
+  ASSERT_NE(core, nullptr);
+  server.faults().FailNext(FaultOp::kCreate, EAGAIN, 2);
+  auto f = core->Create(core->root(), "later", 0644, false, true);
+  ASSERT_TRUE(f.has_value()) << std::strerror(f.error().code);
+  EXPECT_EQ(core->channel().jukebox_retries(), 2u);
+
+  server.faults().FailOnFile(FaultOp::kWrite, (*f)->fileid(), EAGAIN, 3);
+  std::string data = Pattern(100'000, 4);
+  ASSERT_TRUE(core->Write(*f, 0, Bytes(data), WriteMode::kBuffered));
+  auto flushed = core->Flush(*f, true);
+  ASSERT_TRUE(flushed.has_value()) << std::strerror(flushed.error().code);
+  EXPECT_EQ(core->channel().jukebox_retries(), 5u);
+  std::ifstream in(server.dir() + "/later", std::ios::binary);
+  std::string got((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_TRUE(got == data);
+}
+
 }  // namespace
 }  // namespace nfsx::client::testing
