@@ -45,7 +45,33 @@ gone_within() {
 # after 0.5 + 1 s.
 mount_nfsx "$WORK/m" "$(url "" "actimeo=0&timeo=5&retrans=1")"
 echo "written before the stall" >"$WORK/m/f"
+# A writer whose data (less than one WRITE: it stays in the mount's cache) is
+# written while the server runs, and whose fsync comes once it is stopped.
+python3 - "$WORK/m/killed" "$WORK/killed.expected" "$WORK/killed.ready" <<'PY' &
+import os, signal, sys
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR2})
+data = os.urandom(50_000)
+open(sys.argv[2], "wb").write(data)
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+os.write(fd, data)
+open(sys.argv[3], "w").close()
+signal.sigwait({signal.SIGUSR2})
+os.fsync(fd)  # blocks: the server is stopped
+PY
+syncer=$!
+for _ in $(seq 600); do [[ -e $WORK/killed.ready ]] && break; sleep 0.05; done
+[[ -e $WORK/killed.ready ]] || fail "the writer did not get ready"
 kill -STOP "$SERVER_PID"
+
+# An fsync killed while it waits: the process ends, and the data it wrote is not
+# lost: the flush goes on in the mount and reaches the server once it resumes.
+kill -USR2 "$syncer"
+wait_blocked "$syncer"
+kill -KILL "$syncer"
+gone_within 10 "$syncer" || fail "a process blocked in fsync survived SIGKILL for 10 s"
+wait "$syncer" 2>/dev/null || true
+[[ $(stat -c %s "$EXPORT_DIR/killed") -lt 50000 ]] || note "(the data had reached the server before the stall)"
+pass "SIGKILL ends a process blocked in fsync"
 
 python3 -c 'import os, sys; os.stat(sys.argv[1])' "$WORK/m/f" &
 victim=$!
@@ -75,6 +101,7 @@ wait "$catcher" || true
 [[ $(cat "$WORK/interrupted.out") == interrupted ]] || fail "caught signal: $(cat "$WORK/interrupted.out")"
 pass "a caught signal interrupts the blocked call (EINTR)"
 
+
 # A call left to wait: a soft mount would fail it after 1.5 s; a hard one waits.
 python3 -c 'import os, sys; os.stat(sys.argv[1])' "$WORK/m/f" &
 waiter=$!
@@ -92,3 +119,7 @@ grep -q "server .* OK" "$log" || fail "no \"OK\" in the mount's log after the se
 (($(grep -c "not responding" "$log") == 1)) ||
 	fail "\"not responding\" logged $(grep -c "not responding" "$log") times, not once"
 pass "a waiting call outlasts the stall; \"not responding\" once, then \"OK\"; the mount carries on"
+for _ in $(seq 1200); do cmp -s "$WORK/killed.expected" "$EXPORT_DIR/killed" && break; sleep 0.05; done
+cmp -s "$WORK/killed.expected" "$EXPORT_DIR/killed" ||
+	fail "what the killed process wrote before its fsync did not reach the server"
+pass "what the killed process wrote reached the server after the stall"
