@@ -33,16 +33,9 @@ class Channel {
   template <class Res, class Args>
   void Call(nfs3::nfsproc3 proc, const Args& args, std::function<void(Result<Res>)> done) {
     Count(proc);
-    Next().Call(
-        nfs3::NFS_PROGRAM, nfs3::NFS_V3, static_cast<uint32_t>(proc), ActingAs::Or(cred_),
-        [&](xdr::XdrEncoder& e) { e(args); },
-        [this, proc, args, cred = ActingAs::Or(cred_),
-         done = std::move(done)](Result<rpc::RpcReply> reply) mutable {
-          auto res = DecodeReply<Res>(reply);
-          if (!res || res->status != nfs3::NFS3ERR_JUKEBOX) return done(std::move(res));
-          RetryLater<Res>(proc, std::make_shared<const Args>(std::move(args)), std::move(cred),
-                          std::move(done), kFirstJukeboxDelay);
-        });
+    // The arguments and identity are kept for a JUKEBOX resend.
+    Send<Res>(proc, std::make_shared<const Args>(args), ActingAs::Or(cred_), std::move(done),
+              kFirstJukeboxDelay);
   }
 
   template <class Res, class Args>
@@ -93,24 +86,25 @@ class Channel {
   static constexpr std::chrono::milliseconds kFirstJukeboxDelay{100};
   static constexpr std::chrono::milliseconds kMaxJukeboxDelay{5000};
 
-  // Sends `args` again after `delay` (a JUKEBOX answer), from the retry thread:
-  // reply callbacks run on a connection's reader thread and must not wait.
+  // Sends `args`; a JUKEBOX answer sends them again after `delay` (then twice as
+  // long, up to kMaxJukeboxDelay), from the retry thread: reply callbacks run on a
+  // connection's reader thread and must not wait.
   template <class Res, class Args>
-  void RetryLater(nfs3::nfsproc3 proc, std::shared_ptr<const Args> args, rpc::Credential cred,
-                  std::function<void(Result<Res>)> done, std::chrono::milliseconds delay) {
-    jukebox_retries_.fetch_add(1, std::memory_order_relaxed);
-    retries_.After(
-        delay, [this, proc, args, cred = std::move(cred), done = std::move(done), delay]() mutable {
-          Next().Call(
-              nfs3::NFS_PROGRAM, nfs3::NFS_V3, static_cast<uint32_t>(proc), cred,
-              [&](xdr::XdrEncoder& e) { e(*args); },
-              [this, proc, args, cred, done = std::move(done),
-               delay](Result<rpc::RpcReply> reply) mutable {
-                auto res = DecodeReply<Res>(reply);
-                if (!res || res->status != nfs3::NFS3ERR_JUKEBOX) return done(std::move(res));
-                RetryLater<Res>(proc, std::move(args), std::move(cred), std::move(done),
-                                std::min(delay * 2, kMaxJukeboxDelay));
-              });
+  void Send(nfs3::nfsproc3 proc, std::shared_ptr<const Args> args, rpc::Credential cred,
+            std::function<void(Result<Res>)> done, std::chrono::milliseconds delay) {
+    Next().Call(
+        nfs3::NFS_PROGRAM, nfs3::NFS_V3, static_cast<uint32_t>(proc), cred,
+        [&](xdr::XdrEncoder& e) { e(*args); },
+        [this, proc, args, cred, done = std::move(done),
+         delay](Result<rpc::RpcReply> reply) mutable {
+          auto res = DecodeReply<Res>(reply);
+          if (!res || res->status != nfs3::NFS3ERR_JUKEBOX) return done(std::move(res));
+          jukebox_retries_.fetch_add(1, std::memory_order_relaxed);
+          retries_.After(delay, [this, proc, args = std::move(args), cred = std::move(cred),
+                                 done = std::move(done), delay]() mutable {
+            Send<Res>(proc, std::move(args), std::move(cred), std::move(done),
+                      std::min(delay * 2, kMaxJukeboxDelay));
+          });
         });
   }
 
