@@ -30,7 +30,8 @@ Result<void> Core::AddExport(const Export& config, std::unique_ptr<vfs::Filesyst
   rt->fs = std::move(fs);
   rt->root = Intern(*rt, rt->fs->Root());
   if (!rt->root) return Fail(EOVERFLOW);
-  has_name_rules_ = has_name_rules_ || config.HasNameRules();
+  rt->names_clients = config.HasNameRules();
+  has_name_rules_ = has_name_rules_ || rt->names_clients;
   exports_.push_back(std::move(rt));
   return {};
 }
@@ -56,7 +57,7 @@ std::expected<Caller, nfsstat3> Core::CallerFor(ExportRuntime& exp, const rpc::C
   const auto* addr = reinterpret_cast<const sockaddr*>(&ctx.peer.addr);
   const ExportOptions* opts = nullptr;
   if (exp.config) {
-    std::string name = exp.config->HasNameRules() ? client_names_.NameOf(addr) : std::string();
+    std::string name = exp.names_clients ? client_names_.NameOf(addr) : std::string();
     opts = table_->Match(*exp.config, addr, name);
   }
   if (!opts) return std::unexpected(NFS3ERR_ACCES);

@@ -15,6 +15,8 @@ struct ExportRuntime {
   uint16_t id = 0;
   std::unique_ptr<vfs::Filesystem> fs;
   FileStatePtr root;  // pinned: never evicted
+  // Some client rule names hosts, so matching a caller needs its name.
+  bool names_clients = false;
 };
 
 }  // namespace nfsx::server
