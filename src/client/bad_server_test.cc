@@ -88,14 +88,19 @@ std::vector<std::byte> Accepted(uint32_t xid, rpc::accept_stat stat,
   return out.Flatten();
 }
 
-std::unique_ptr<rpc::RpcClient> Connect(uint16_t port, int timeout_ms = 5000, int retrans = 0) {
-  rpc::RpcClientOptions o;
-  o.timeout = std::chrono::milliseconds(timeout_ms);
-  o.max_retransmits = retrans;
+// A client of the fake server, which takes one connection: no reconnecting.
+std::unique_ptr<rpc::RpcClient> Connect(uint16_t port, rpc::RpcClientOptions o) {
   o.reconnect = false;
   auto c = rpc::RpcClient::Connect("127.0.0.1", port, o);
   EXPECT_TRUE(c.has_value());
   return std::move(*c);
+}
+
+std::unique_ptr<rpc::RpcClient> Connect(uint16_t port, int timeout_ms = 5000, int retrans = 0) {
+  rpc::RpcClientOptions o;
+  o.timeout = std::chrono::milliseconds(timeout_ms);
+  o.max_retransmits = retrans;
+  return Connect(port, o);
 }
 
 Result<GETATTR3res> Getattr(rpc::RpcClient& c) {
@@ -197,18 +202,16 @@ TEST(BadServerTest, HardCallsOutlastAStalledServerAndSayOnceWhenItIsBack) {
   o.max_timeout = std::chrono::milliseconds(20);
   o.max_retransmits = 2;
   o.hard = true;
-  o.reconnect = false;
-  auto c = rpc::RpcClient::Connect("127.0.0.1", s.port(), o);
-  ASSERT_TRUE(c.has_value());
-  auto call = std::async(std::launch::async, [&] { return Getattr(**c); });
+  auto c = Connect(s.port(), o);
+  auto call = std::async(std::launch::async, [&] { return Getattr(*c); });
   // Several major timeouts go by: a soft call would have failed at the first.
-  ASSERT_TRUE(WaitFor([&] { return (*c)->counters().retransmits.load() >= 8; }));
-  EXPECT_EQ((*c)->counters().not_responding.load(), 1u) << "\"not responding\" is said once";
+  ASSERT_TRUE(WaitFor([&] { return c->counters().retransmits.load() >= 8; }));
+  EXPECT_EQ(c->counters().not_responding.load(), 1u) << "\"not responding\" is said once";
   answering = true;
   auto r = call.get();
   ASSERT_TRUE(r.has_value()) << r.error().code;
   EXPECT_EQ(r->resok.obj_attributes.size, 7u);
-  EXPECT_EQ((*c)->counters().responding_again.load(), 1u);
+  EXPECT_EQ(c->counters().responding_again.load(), 1u);
 }
 
 TEST(BadServerTest, SoftCallsFailWithTheirErrorAfterRetransWithGrowingTimeouts) {
@@ -218,16 +221,14 @@ TEST(BadServerTest, SoftCallsFailWithTheirErrorAfterRetransWithGrowingTimeouts) 
   o.timeout = std::chrono::milliseconds(20);
   o.max_retransmits = 2;
   o.timeout_error = EIO;  // soft; softerr keeps ETIMEDOUT
-  o.reconnect = false;
-  auto c = rpc::RpcClient::Connect("127.0.0.1", s.port(), o);
-  ASSERT_TRUE(c.has_value());
+  auto c = Connect(s.port(), o);
   auto start = std::chrono::steady_clock::now();
-  auto r = Getattr(**c);
+  auto r = Getattr(*c);
   auto took = std::chrono::steady_clock::now() - start;
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().code, EIO);
-  EXPECT_EQ((*c)->counters().retransmits.load(), 2u);
-  EXPECT_EQ((*c)->counters().not_responding.load(), 0u);
+  EXPECT_EQ(c->counters().retransmits.load(), 2u);
+  EXPECT_EQ(c->counters().not_responding.load(), 0u);
   // 20 + 40 + 60 ms: each retransmission waits one timeout longer.
   EXPECT_GE(took, std::chrono::milliseconds(120));
 }
@@ -242,21 +243,19 @@ TEST(BadServerTest, AnInterruptedCallerStopsWaitingForAHardCall) {
   o.timeout = std::chrono::milliseconds(10);
   o.max_retransmits = 1;
   o.hard = true;
-  o.reconnect = false;
-  auto c = rpc::RpcClient::Connect("127.0.0.1", s.port(), o);
-  ASSERT_TRUE(c.has_value());
+  auto c = Connect(s.port(), o);
   std::atomic<bool> interrupted{false};
   auto call = std::async(std::launch::async, [&] {
     InterruptScope scope([](void* flag) { return static_cast<std::atomic<bool>*>(flag)->load(); },
                          &interrupted);
-    return Getattr(**c);
+    return Getattr(*c);
   });
-  ASSERT_TRUE(WaitFor([&] { return (*c)->counters().not_responding.load() == 1; }));
+  ASSERT_TRUE(WaitFor([&] { return c->counters().not_responding.load() == 1; }));
   interrupted = true;
   auto r = call.get();
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().code, EINTR);
-  EXPECT_EQ((*c)->in_flight(), 0u) << "the cancelled call is no longer retransmitted";
+  EXPECT_EQ(c->in_flight(), 0u) << "the cancelled call is no longer retransmitted";
 }
 
 }  // namespace

@@ -344,6 +344,12 @@ void RpcClient::CheckTimeouts() {
   for (auto& cb : expired) cb(Fail(timeout_error));
 }
 
+void RpcClient::DrainWake() {
+  uint64_t v;
+  while (::read(wake_fd_, &v, sizeof(v)) > 0) {
+  }
+}
+
 void RpcClient::ReaderLoop() {
   RecordReader reader(options_.max_record);
   auto last_check = Clock::now();
@@ -363,11 +369,7 @@ void RpcClient::ReaderLoop() {
           reconnect_backoff_ = std::min(reconnect_backoff_ * 2, std::chrono::milliseconds(5000));
           lock.unlock();
           pollfd wake{wake_fd_, POLLIN, 0};
-          if (poll(&wake, 1, static_cast<int>(backoff.count())) > 0) {
-            uint64_t v;
-            while (::read(wake_fd_, &v, sizeof(v)) > 0) {
-            }
-          }
+          if (poll(&wake, 1, static_cast<int>(backoff.count())) > 0) DrainWake();
           CheckTimeouts();
           continue;
         }
@@ -379,11 +381,7 @@ void RpcClient::ReaderLoop() {
     }
     int rc = poll(fds, nfds, 200);
     if (rc < 0 && errno != EINTR) break;
-    if (fds[0].revents & POLLIN) {
-      uint64_t v;
-      while (::read(wake_fd_, &v, sizeof(v)) > 0) {
-      }
-    }
+    if (fds[0].revents & POLLIN) DrainWake();
     if (fds[1].revents & POLLOUT) {
       std::lock_guard lock(mu_);
       FlushLocked();

@@ -111,6 +111,8 @@ class RpcClient {
   // Fails the call `xid` with `err` if it is still waiting for its reply.
   void Cancel(uint32_t xid, int err);
   void ReaderLoop();
+  // Empties the wake eventfd, so that the next poll waits again.
+  void DrainWake();
   void SendLocked(uint32_t xid);
   bool FlushLocked();
   void FailAllLocked(int err, std::vector<Callback>* out);
