@@ -41,6 +41,7 @@ struct ServeArgs {
   size_t drc_memory_mib = (rpc::DrcOptions{}.namespace_bytes + rpc::DrcOptions{}.write_bytes) >> 20;
   int stats_interval = 0;
   std::string ports_file;
+  bool test_lose_unsynced_writes = false;
 };
 
 std::string DefaultStateDir() {
@@ -114,6 +115,7 @@ int RunServe(const ServeArgs& a) {
   o.drc.write_bytes = (a.drc_memory_mib << 20) / 8;
   o.drc.namespace_bytes = (a.drc_memory_mib << 20) - o.drc.write_bytes;
   o.core.rtmax = o.core.wtmax = a.max_io;
+  o.test_lose_unsynced_writes = a.test_lose_unsynced_writes;
   if (a.max_io + 4096 > a.max_record) {
     fmt::print(stderr, "nfsx serve: --max-io must leave 4 KiB of --max-record for headers\n");
     return 2;
@@ -250,6 +252,10 @@ Runner AddServe(CLI::App& app) {
   cmd->add_option("--ports-file", a->ports_file,
                   "Once listening, write \"NFS_PORT MOUNT_PORT PORTMAP_PORT\" to this file "
                   "(for scripts using port 0)");
+  cmd->add_flag("--test-lose-unsynced-writes", a->test_lose_unsynced_writes,
+                "For crash tests only: journal every write (in the state directory), and at "
+                "start overwrite what the last run wrote and never synced, as a power cut "
+                "would lose it (a SIGKILL alone loses nothing the kernel holds)");
   cmd->add_option("--stats-interval", a->stats_interval,
                   "Print per-procedure statistics every N seconds (0: only at exit)")
       ->capture_default_str();

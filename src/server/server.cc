@@ -8,6 +8,7 @@
 #include "proto/portmap_types.h"
 #include "server/nfs3/procedures.h"
 #include "server/state_dir.h"
+#include "vfs/fault_fs.h"
 #include "vfs/local/local_fs.h"
 #include "vfs/memory/memory_fs.h"
 
@@ -63,6 +64,22 @@ Result<std::unique_ptr<Server>> Server::Create(ExportTable exports, ServerOption
         return std::unexpected(local.error());
       }
       fs = std::move(*local);
+    }
+    if (s->options_.test_lose_unsynced_writes) {
+      auto faulty = std::make_unique<vfs::FaultInjectingFs>(std::move(fs));
+      std::string journal =
+          fmt::format("{}/unsynced-{}.journal", s->options_.state_dir, e.export_id);
+      auto replayed = faulty->LoseUnsyncedWritesAtRestart(journal);
+      if (!replayed) {
+        *error = fmt::format("export {}: journal {}: {}", e.path, journal,
+                             std::strerror(replayed.error().code));
+        return std::unexpected(replayed.error());
+      }
+      log::Warn(
+          "export {}: testing crashes: {} ranges ({} bytes) written and never synced before the "
+          "last stop were overwritten, as a power cut would have lost them ({} of removed files)",
+          e.path, replayed->ranges, replayed->bytes, replayed->stale);
+      fs = std::move(faulty);
     }
     if (auto added = s->core_->AddExport(e, std::move(fs)); !added) {
       *error = fmt::format("export {}: its file handles do not fit in 64 bytes", e.path);

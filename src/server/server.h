@@ -35,6 +35,9 @@ struct ServerOptions {
   rpc::TcpServerOptions transport;
   rpc::DrcOptions drc;
   size_t max_mounts = 4096;  // entries in the MOUNT list (DUMP)
+  // Crash tests only: at start, data written and never synced before the last stop is
+  // overwritten, as a power cut would lose it (vfs::UnsyncedWriteJournal).
+  bool test_lose_unsynced_writes = false;
   CoreOptions core;
 };
 

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "vfs/unsynced_journal.h"
+
 namespace nfsx::vfs {
 
 class FaultInjectingFs::Injector {
@@ -58,6 +60,8 @@ class FaultInjectingFs::Injector {
   void SetTimeGranularity(uint64_t ns) { granularity_ns_.store(ns, std::memory_order_relaxed); }
   void LimitWrites(size_t bytes) { write_limit_.store(bytes, std::memory_order_relaxed); }
   size_t write_limit() const { return write_limit_.load(std::memory_order_relaxed); }
+  void set_journal(std::shared_ptr<UnsyncedWriteJournal> journal) { journal_ = std::move(journal); }
+  UnsyncedWriteJournal* journal() const { return journal_.get(); }
   // What a filesystem with the configured clock granularity would report.
   Result<Attr> Coarsen(Result<Attr> attr) const {
     uint64_t g = granularity_ns_.load(std::memory_order_relaxed);
@@ -110,14 +114,16 @@ class FaultInjectingFs::Injector {
   std::atomic<uint64_t> injected_{0};
   std::atomic<uint64_t> granularity_ns_{0};
   std::atomic<size_t> write_limit_{0};
+  std::shared_ptr<UnsyncedWriteJournal> journal_;  // set before the first Open
 };
 
 namespace {
 
 class FaultOpenFile final : public OpenFile {
  public:
-  FaultOpenFile(std::unique_ptr<OpenFile> base, std::shared_ptr<FaultInjectingFs::Injector> inj)
-      : base_(std::move(base)), injector_(std::move(inj)) {}
+  FaultOpenFile(std::unique_ptr<OpenFile> base, std::shared_ptr<FaultInjectingFs::Injector> inj,
+                std::vector<std::byte> handle)
+      : base_(std::move(base)), injector_(std::move(inj)), handle_(std::move(handle)) {}
 
   Result<size_t> Read(uint64_t offset, std::span<std::byte> out) override {
     if (auto error = Check(FaultOp::kRead)) return Fail(*error);
@@ -129,12 +135,19 @@ class FaultOpenFile final : public OpenFile {
     if (size_t limit = injector_->write_limit(); limit > 0 && data.size() > limit) {
       data = data.first(limit);  // a short write, as pwrite(2) may make
     }
+    // Recorded before it happens: a kill in between loses a range nobody was told of.
+    if (UnsyncedWriteJournal* j = injector_->journal()) j->Wrote(handle_, offset, data.size());
     return base_->Write(offset, data);
   }
 
   Result<void> Sync(bool data_only) override {
     if (auto error = Check(FaultOp::kSync)) return Fail(*error);
-    return base_->Sync(data_only);
+    UnsyncedWriteJournal* j = injector_->journal();
+    // Only writes recorded before the sync began are covered by it.
+    const uint64_t before = j ? j->Next() : 0;
+    Result<void> synced = base_->Sync(data_only);
+    if (synced && j) j->Synced(handle_, before);
+    return synced;
   }
 
   Result<Attr> GetAttr() override {
@@ -169,7 +182,8 @@ class FaultOpenFile final : public OpenFile {
 
   const std::unique_ptr<OpenFile> base_;
   const std::shared_ptr<FaultInjectingFs::Injector> injector_;
-  std::atomic<uint64_t> fileid_{0};  // 0 until needed
+  const std::vector<std::byte> handle_;  // the backend's, when writes are journaled
+  std::atomic<uint64_t> fileid_{0};      // 0 until needed
 };
 
 }  // namespace
@@ -195,6 +209,16 @@ void FaultInjectingFs::ClearFaults() { injector_->Clear(); }
 void FaultInjectingFs::SetTimeGranularity(uint64_t ns) { injector_->SetTimeGranularity(ns); }
 
 void FaultInjectingFs::LimitWrites(size_t bytes) { injector_->LimitWrites(bytes); }
+
+Result<UnsyncedWriteJournal::Replayed> FaultInjectingFs::LoseUnsyncedWritesAtRestart(
+    const std::string& journal_path) {
+  auto journal = UnsyncedWriteJournal::Open(journal_path);
+  if (!journal) return std::unexpected(journal.error());
+  auto replayed = (*journal)->Replay(*base_);
+  if (!replayed) return replayed;
+  injector_->set_journal(std::shared_ptr<UnsyncedWriteJournal>(std::move(*journal)));
+  return replayed;
+}
 
 uint64_t FaultInjectingFs::calls(FaultOp op) const { return injector_->calls(op); }
 
@@ -268,7 +292,13 @@ Result<std::unique_ptr<OpenFile>> FaultInjectingFs::Open(Node& node, bool writab
   if (auto error = Check(FaultOp::kOpen, {&node})) return Fail(*error);
   Result<std::unique_ptr<OpenFile>> file = base_->Open(node, writable);
   if (!file) return file;
-  return std::make_unique<FaultOpenFile>(std::move(*file), injector_);
+  std::vector<std::byte> handle;
+  if (injector_->journal()) {
+    std::array<std::byte, kMaxBackendHandle> buf;
+    handle.assign(buf.begin(),
+                  buf.begin() + static_cast<ptrdiff_t>(base_->EncodeHandle(node, buf)));
+  }
+  return std::make_unique<FaultOpenFile>(std::move(*file), injector_, std::move(handle));
 }
 
 Result<NodePtr> FaultInjectingFs::Create(Node& dir, std::string_view name, uint32_t mode,

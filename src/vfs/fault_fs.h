@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 
+#include "vfs/unsynced_journal.h"
 #include "vfs/vfs.h"
 
 namespace nfsx::vfs {
@@ -84,6 +85,13 @@ class FaultInjectingFs final : public Filesystem {
   // so (0: no limit): the short writes pwrite(2) may make, which NFS passes on as a
   // WRITE reply's count.
   void LimitWrites(size_t bytes);
+
+  // Simulates, for crash tests, the loss a power cut causes: overwrites what the journal
+  // at `journal_path` holds as written and never synced (the previous run's; see
+  // UnsyncedWriteJournal), then journals every write and sync from now on.
+  // REQUIRES: before the first Open.
+  Result<UnsyncedWriteJournal::Replayed> LoseUnsyncedWritesAtRestart(
+      const std::string& journal_path);
 
   // How many calls of `op` were made, failed ones included.
   uint64_t calls(FaultOp op) const;
