@@ -9,6 +9,7 @@
 #include "base/interruption.h"
 #include "base/logging.h"
 #include "client/acting_as.h"
+#include "fuse/caller_signals.h"
 #include "fuse/type_bits.h"
 
 namespace nfsx::fuse {
@@ -17,14 +18,17 @@ using client::InodePtr;
 
 namespace {
 
-bool RequestInterrupted(void* req) {
-  return fuse_req_interrupted(static_cast<fuse_req_t>(req)) != 0;
+bool RequestInterrupted(void* arg) {
+  auto req = static_cast<fuse_req_t>(arg);
+  return fuse_req_interrupted(req) != 0 && CallerSignalsEndWait(fuse_req_ctx(req)->pid);
 }
 
 // The file system a request is for; while it lives, the request's calls to the server
 // carry the caller's identity (when the mount sends callers' identities), and its
-// waits for the server end with EINTR once the kernel interrupts the request (the
-// caller got a signal: SIGKILL included, which a hard mount must always let through).
+// waits for the server end with EINTR once the kernel interrupts the request and the
+// caller's signal is one that ends a wait (SIGKILL above all, which a hard mount must
+// always let through; not SIGSTOP: see caller_signals.h). Polled, so a SIGKILL that
+// comes after a stop still ends the wait: the kernel interrupts a request only once.
 // It ends right after the handler, which replies last: nothing waits after a reply,
 // when asking about the request would touch freed memory.
 class Self {
