@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 NFSX = $(BUILD)/apps/nfsx/nfsx
 
-.PHONY: all deps build run test unit sanitize fuzz interop bench clean format
+.PHONY: all deps build run test unit sanitize fuzz interop soak bench clean format
 
 all: build
 
@@ -31,6 +31,10 @@ test: build
 # The Linux kernel client in a qemu guest against our server (slow; not in `make test`).
 interop: build
 	@tests/kvm/run.sh $(BUILD)
+
+# The crash loops at length: 100 server kills and 100 network cuts (make test: 10 each).
+soak: build
+	@NFSX_CRASH_KILLS=100 ctest --test-dir $(BUILD) --output-on-failure -L crash --timeout 7200
 
 bench: build
 	@bench/compare.sh $(BUILD)

@@ -28,20 +28,20 @@ ctest --test-dir build-asan --output-on-failure -j "$JOBS" --timeout 900 -E "$SA
 stage "TSan"
 # The mount is built here too: its request handlers run on many libfuse threads at
 # once (a use-after-free between READDIR and RELEASEDIR was found this way).
-TSAN_APP_TARGETS=(nfsx posix_suite fsx)
+TSAN_APP_TARGETS=(nfsx posix_suite fsx crash_writer)
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNFSX_SANITIZE=thread \
   -DNFSX_BUILD_APPS=ON >/dev/null
 ninja -C build-tsan -j "$JOBS" "${SAN_TARGETS[@]}" "${TSAN_APP_TARGETS[@]}"
 # Tests of targets not built here (cli, bench, interop drivers) are left out by name.
-TSAN_NOT_HERE='NOT_BUILT|^cli|^bench|^Bench|^libnfs|^exports_rules|^example|^fuse_'
+TSAN_NOT_HERE='NOT_BUILT|^cli|^bench|^Bench|^libnfs|^exports_rules|^example|^fuse_|^crash_'
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   ctest --test-dir build-tsan --output-on-failure -j "$JOBS" --timeout 900 \
   -E "$SAN_EXCLUDE|$TSAN_NOT_HERE"
-# The FUSE scripts against our server; a TSan report ends the mount process with an
-# error, which the scripts see as a failed mount or a lost file.
+# The FUSE scripts against our server, and the crash loop; a TSan report ends the mount
+# process with an error, which the scripts see as a failed mount or a lost file.
 TSAN_OPTIONS="halt_on_error=1 exitcode=66" NFSX_FSX_OPS=10000 \
   ctest --test-dir build-tsan --output-on-failure -j "$JOBS" --timeout 900 \
-  -R '^fuse_(posix|fsx|two_mounts|umount_dirty|hardlink|pollers)_nfsx$'
+  -R '^fuse_(posix|fsx|two_mounts|umount_dirty|hardlink|pollers)_nfsx$|^crash_loop_kill$'
 
 stage "fuzzing"
 fuzz/run.sh "${NFSX_FUZZ_SECONDS:-20}"

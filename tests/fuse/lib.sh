@@ -18,6 +18,7 @@ WORK_BASE=${NFSX_TEST_TMP:-$([[ -d /dev/shm && -w /dev/shm ]] && echo /dev/shm |
 NFSX_FUSE_BIN=${NFSX_FUSE_BIN:-$(dirname "${NFSX:?set NFSX to the nfsx binary}")}
 source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 MOUNTS=()  # mountpoints to take down at exit
+NFSX_SERVE_ARGS=()
 
 before_cleanup() {
 	local m
@@ -52,25 +53,29 @@ start_server() {
 	esac
 }
 
+# NFSX_SERVE_ARGS: more options for nfsx serve (an array, set before start_server).
+# start_nfsx NAME [NFS_PORT MOUNT_PORT]: ports 0 (the default) let the kernel pick; a
+# restart passes the ports of the first start. Sets NFSX_PID, NFS_PORT and MOUNT_PORT.
 start_nfsx() {
 	local name=$1 ports=$WORK/$1.ports
 	local backend=localfs
 	((EUID == 0)) || backend=memfs  # localfs opens files by handle: root only
 	echo "$EXPORT_DIR 127.0.0.1(rw,no_root_squash,insecure)" >"$WORK/$name.exports"
-	"$NFSX" serve --exports "$WORK/$name.exports" --backend "$backend" --port 0 --mount-port 0 \
-		--state-dir "$WORK/$name.state" --ports-file "$ports" >"$WORK/$name.log" 2>&1 &
-	local pid=$!
-	SERVERS+=("nfsx $pid")
+	rm -f "$ports"
+	"$NFSX" serve --exports "$WORK/$name.exports" --backend "$backend" --port "${2:-0}" \
+		--mount-port "${3:-0}" --state-dir "$WORK/$name.state" --ports-file "$ports" \
+		"${NFSX_SERVE_ARGS[@]}" >>"$WORK/$name.log" 2>&1 &
+	NFSX_PID=$!
+	SERVERS+=("nfsx $NFSX_PID")
 	for _ in $(seq 200); do
 		if [[ -s $ports ]]; then
-			local nfs mnt
-			read -r nfs mnt _ <"$ports"
+			read -r NFS_PORT MOUNT_PORT _ <"$ports"
 			URL_BASE="nfs://127.0.0.1$EXPORT_DIR"
-			URL_QUERY="version=3&nfsport=$nfs&mountport=$mnt"
-			note "nfsx serve ($backend) on nfs $nfs, mount $mnt (pid $pid)"
+			URL_QUERY="version=3&nfsport=$NFS_PORT&mountport=$MOUNT_PORT"
+			note "nfsx serve ($backend) on nfs $NFS_PORT, mount $MOUNT_PORT (pid $NFSX_PID)"
 			return 0
 		fi
-		kill -0 "$pid" 2>/dev/null || fail "nfsx serve exited at start"
+		kill -0 "$NFSX_PID" 2>/dev/null || fail "nfsx serve exited at start"
 		sleep 0.05
 	done
 	fail "nfsx serve did not start within 10 s"
