@@ -34,6 +34,7 @@ struct ServeArgs {
   size_t max_connections = rpc::TcpServerOptions{}.max_connections;
   size_t max_queued_reply_bytes = rpc::TcpServerOptions{}.max_queued_reply_bytes;
   size_t max_calls_in_flight = rpc::TcpServerOptions{}.max_calls_in_flight;
+  size_t max_reply_memory = rpc::TcpServerOptions{}.max_reply_memory;
   int64_t idle_timeout = rpc::TcpServerOptions{}.idle_timeout.count();
   int64_t stall_timeout = rpc::TcpServerOptions{}.stall_timeout.count();
   int64_t send_timeout = rpc::TcpServerOptions{}.send_timeout.count();
@@ -107,6 +108,7 @@ int RunServe(const ServeArgs& a) {
   o.transport.max_connections = a.max_connections;
   o.transport.max_queued_reply_bytes = a.max_queued_reply_bytes;
   o.transport.max_calls_in_flight = a.max_calls_in_flight;
+  o.transport.max_reply_memory = a.max_reply_memory;
   o.transport.idle_timeout = std::chrono::seconds(a.idle_timeout);
   o.transport.stall_timeout = std::chrono::seconds(a.stall_timeout);
   o.transport.send_timeout = std::chrono::seconds(a.send_timeout);
@@ -222,6 +224,10 @@ Runner AddServe(CLI::App& app) {
                   "Per connection: reply bytes queued for a client beyond which its calls are "
                   "no longer read")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--max-reply-memory", a->max_reply_memory,
+                  "All connections together: reply bytes queued and calls being served beyond "
+                  "which connections with replies outstanding run no more calls (0: no limit)")
       ->capture_default_str();
   cmd->add_option("--max-calls-in-flight", a->max_calls_in_flight,
                   "Per connection: calls being served at once beyond which its calls are no "

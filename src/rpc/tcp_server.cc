@@ -80,6 +80,9 @@ class TcpServer::Connection : public EpollItem,
   void HandleRecord(std::span<std::byte> record, std::vector<OutBuffer>* inline_replies);
   // REQUIRES: out_mu_. Accounts `n` more queued reply bytes.
   void QueuedLocked(size_t n);
+  // REQUIRES: out_mu_. Queues replies run inline, already counted in the server's
+  // budget (or gives their bytes back if the connection closed meanwhile).
+  void QueueInlineLocked(std::vector<OutBuffer>* replies);
   // REQUIRES: out_mu_ held.
   void FlushLocked();
   void UpdateInterestLocked();
@@ -101,9 +104,11 @@ class TcpServer::Connection : public EpollItem,
   size_t in_flight_ = 0;         // offloaded calls not yet answered
   // Complete records are buffered, not run: the replies were over the caps. The I/O
   // thread runs them (IoThread::Resume) once the replies drain.
-  bool held_ = false;           // GUARDED_BY(out_mu_)
-  bool resume_posted_ = false;  // GUARDED_BY(out_mu_)
-  bool want_out_ = false;       // EPOLLOUT armed
+  bool held_ = false;             // GUARDED_BY(out_mu_)
+  bool held_for_memory_ = false;  // GUARDED_BY(out_mu_): held_ for the shared budget alone
+  std::atomic<bool> waiting_for_memory_{false};  // registered with the budget
+  bool resume_posted_ = false;                   // GUARDED_BY(out_mu_)
+  bool want_out_ = false;                        // EPOLLOUT armed
   bool read_paused_ = false;
   bool closed_ = false;
   uint32_t interest_ = 0;
@@ -353,12 +358,20 @@ void TcpServer::Connection::ReadAndDispatch() {
   TcpServer* server = thread_->server();
   std::vector<OutBuffer> inline_replies;
   size_t pending = 0;
+  // The replies run so far go out (or give their budget back) before the connection ends.
+  auto end = [&](const char* why) {
+    {
+      std::lock_guard lock(out_mu_);
+      QueueInlineLocked(&inline_replies);
+      if (!closed_) FlushLocked();
+    }
+    Close(why);
+  };
   auto too_large = [&] {
     server->counters_.closed_bad_record.fetch_add(1);
     log::Warn("{}:{}: record larger than {} bytes: closing the connection", peer_.host, peer_.port,
               reader_.max_record());
-    for (auto& r : inline_replies) Send(std::move(r));
-    Close("record too large");
+    end("record too large");
   };
   // Records held back earlier come first; new bytes are read only once those ran.
   if (!DispatchBuffered(&inline_replies, &pending)) return too_large();
@@ -370,10 +383,10 @@ void TcpServer::Connection::ReadAndDispatch() {
     }
     std::span<std::byte> space = reader_.PrepareWrite();
     ssize_t n = ::read(fd_, space.data(), space.size());
-    if (n == 0) return Close("peer closed");
+    if (n == 0) return end("peer closed");
     if (n < 0) {
       if (errno == EAGAIN || errno == EINTR) break;
-      return Close(std::strerror(errno));
+      return end(std::strerror(errno));
     }
     reader_.CommitWrite(static_cast<size_t>(n));
     server->counters_.bytes_in.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
@@ -382,12 +395,8 @@ void TcpServer::Connection::ReadAndDispatch() {
     if (static_cast<size_t>(n) < space.size()) break;  // drained the socket
   }
   std::lock_guard lock(out_mu_);
+  QueueInlineLocked(&inline_replies);
   if (closed_) return;
-  if (out_queue_.empty() && !inline_replies.empty()) last_sent_ = Clock::now();
-  for (auto& r : inline_replies) {
-    QueuedLocked(r.total_size());
-    out_queue_.push_back(std::move(r));
-  }
   FlushLocked();
   if (!reader_.HasPartial()) reader_.ShrinkIfIdle(1u << 20);
 }
@@ -410,8 +419,19 @@ bool TcpServer::Connection::DispatchBuffered(std::vector<OutBuffer>* inline_repl
       // for gigabytes of replies.
       std::lock_guard lock(out_mu_);
       const TcpServerOptions& o = server->options_;
-      held_ =
+      bool over_own =
           out_bytes_ + *pending > o.max_queued_reply_bytes || in_flight_ >= o.max_calls_in_flight;
+      bool outstanding = out_bytes_ + *pending > 0 || in_flight_ > 0;
+      held_for_memory_ = !over_own && outstanding && server->budget_.Over();
+      held_ = over_own || held_for_memory_;
+      if (held_for_memory_ && !waiting_for_memory_.exchange(true)) {
+        server->counters_.memory_holds.fetch_add(1, std::memory_order_relaxed);
+        // Not under out_mu_: the budget may call this while another connection's is held.
+        server->budget_.WaitForRoom([thread = thread_, weak = weak_from_this()] {
+          if (auto self = weak.lock()) self->waiting_for_memory_.store(false);
+          thread->Resume(weak);
+        });
+      }
       if (held_) return true;
     }
     std::span<std::byte> record;
@@ -422,8 +442,24 @@ bool TcpServer::Connection::DispatchBuffered(std::vector<OutBuffer>* inline_repl
     size_t before = inline_replies->size();
     HandleRecord(record, inline_replies);
     for (size_t i = before; i < inline_replies->size(); ++i) {
-      *pending += (*inline_replies)[i].total_size();
+      size_t n = (*inline_replies)[i].total_size();
+      *pending += n;
+      server->budget_.Add(n);  // now, not once queued: the next check must see it
     }
+  }
+}
+
+void TcpServer::Connection::QueueInlineLocked(std::vector<OutBuffer>* replies) {
+  if (closed_) {
+    size_t n = 0;
+    for (const auto& r : *replies) n += r.total_size();
+    thread_->server()->budget_.Release(n);
+    return;
+  }
+  if (out_queue_.empty() && !replies->empty()) last_sent_ = Clock::now();
+  for (auto& r : *replies) {
+    QueuedLocked(r.total_size());
+    out_queue_.push_back(std::move(r));
   }
 }
 
@@ -458,15 +494,18 @@ void TcpServer::Connection::HandleRecord(std::span<std::byte> record,
   auto copy = std::make_shared_for_overwrite<std::byte[]>(record.size());
   std::memcpy(copy.get(), record.data(), record.size());
   Dispatcher::Rebase(call, record, std::span<const std::byte>(copy.get(), record.size()));
+  server->budget_.Add(record.size());
   {
     std::lock_guard lock(out_mu_);
     ++in_flight_;
     UpdateInterestLocked();
   }
   server->workers_->Submit([self = shared_from_this(), call = std::move(call),
-                            copy = std::move(copy), server]() mutable {
+                            copy = std::move(copy), size = record.size(), server]() mutable {
     OutBuffer out;
     server->dispatcher_.Run(call, self->peer_, &out);
+    copy.reset();
+    server->budget_.Release(size);
     {
       std::lock_guard lock(self->out_mu_);
       --self->in_flight_;
@@ -479,6 +518,7 @@ void TcpServer::Connection::Send(OutBuffer reply) {
   std::lock_guard lock(out_mu_);
   if (closed_) return;  // the DRC still has it for a retransmission on a new connection
   if (out_queue_.empty()) last_sent_ = Clock::now();
+  thread_->server()->budget_.Add(reply.total_size());
   QueuedLocked(reply.total_size());
   out_queue_.push_back(std::move(reply));
   FlushLocked();
@@ -500,6 +540,7 @@ void TcpServer::Connection::FlushLocked() {
       if (errno == EAGAIN || errno == EINTR) break;
       log::Debug("{}:{}: write failed: {}", peer_.host, peer_.port, std::strerror(errno));
       out_queue_.clear();
+      server->budget_.Release(out_bytes_);
       out_bytes_ = out_offset_ = 0;
       break;  // the read side notices the broken socket and closes
     }
@@ -507,6 +548,7 @@ void TcpServer::Connection::FlushLocked() {
     if (n > 0) last_sent_ = Clock::now();
     size_t left = static_cast<size_t>(n);
     out_bytes_ -= left;
+    server->budget_.Release(left);
     while (left > 0 && !out_queue_.empty()) {
       size_t front_left = out_queue_.front().total_size() - out_offset_;
       if (left >= front_left) {
@@ -531,8 +573,11 @@ bool TcpServer::Connection::ShouldPauseLocked() const {
 void TcpServer::Connection::UpdateInterestLocked() {
   if (closed_) return;
   bool over = ShouldPauseLocked();
-  if (held_ && !over && !resume_posted_) {
-    // Replies drained below the caps: the held records run on the I/O thread.
+  // Replies drained below the caps, or (held for the shared budget) every reply of its
+  // own went out, which lets it run one call again: the held records run on the I/O
+  // thread. Otherwise a connection held for the budget waits for the budget's wake-up.
+  bool own_drained = out_bytes_ == 0 && in_flight_ == 0;
+  if (held_ && !over && (!held_for_memory_ || own_drained) && !resume_posted_) {
     resume_posted_ = true;
     thread_->Resume(weak_from_this());
   }
@@ -570,6 +615,8 @@ void TcpServer::Connection::Close(const char* why) {
     if (closed_) return;
     closed_ = true;
     out_queue_.clear();
+    thread_->server()->budget_.Release(out_bytes_);
+    out_bytes_ = out_offset_ = 0;
     thread_->Remove(fd_);
     ::shutdown(fd_, SHUT_RDWR);
   }
@@ -591,7 +638,7 @@ void TcpServer::Connection::Close(const char* why) {
 // ---- TcpServer ----
 
 TcpServer::TcpServer(Dispatcher& dispatcher, TcpServerOptions options)
-    : dispatcher_(dispatcher), options_(options) {
+    : dispatcher_(dispatcher), options_(options), budget_(options.max_reply_memory) {
   if (options_.io_threads < 1) options_.io_threads = 1;
   if (options_.worker_threads < 1) options_.worker_threads = 1;
   for (int i = 0; i < options_.io_threads; ++i) {

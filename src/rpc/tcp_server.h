@@ -20,6 +20,7 @@
 
 #include "base/result.h"
 #include "rpc/dispatcher.h"
+#include "rpc/memory_budget.h"
 #include "rpc/worker_pool.h"
 
 namespace nfsx::rpc {
@@ -37,6 +38,12 @@ struct TcpServerOptions {
   std::chrono::seconds send_timeout{60};
   size_t max_queued_reply_bytes = 64u << 20;  // per connection; stop reading beyond
   size_t max_calls_in_flight = 512;           // per connection, offloaded calls
+  // All connections together: queued replies and calls copied for workers. Beyond it a
+  // connection with replies of its own outstanding runs no more calls until the total
+  // drains below; one with none may still run one at a time, so clients that wait for
+  // each answer are served while pipelining ones are held. The total thus stays under
+  // this plus one reply per connection. 0: no limit.
+  size_t max_reply_memory = 512u << 20;
 };
 
 struct TcpServerCounters {
@@ -50,6 +57,7 @@ struct TcpServerCounters {
   std::atomic<uint64_t> refused{0};                  // closed at accept: max_connections open
   std::atomic<uint64_t> closed_not_reading{0};       // replies unread for send_timeout
   std::atomic<uint64_t> queued_reply_bytes_peak{0};  // most queued on one connection
+  std::atomic<uint64_t> memory_holds{0};  // connections held because max_reply_memory was spent
 };
 
 class TcpServer {
@@ -69,6 +77,9 @@ class TcpServer {
   void Stop();
 
   const TcpServerCounters& counters() const { return counters_; }
+  // Bytes held for all connections now, and at most so far (max_reply_memory).
+  size_t reply_memory() const { return budget_.used(); }
+  size_t reply_memory_peak() const { return budget_.peak(); }
 
   class IoThread;  // internal
   class Connection;
@@ -77,6 +88,7 @@ class TcpServer {
   Dispatcher& dispatcher_;
   TcpServerOptions options_;
   TcpServerCounters counters_;
+  MemoryBudget budget_;
   std::vector<int> listen_fds_;
   std::unique_ptr<WorkerPool> workers_;
   std::vector<std::unique_ptr<IoThread>> io_threads_;

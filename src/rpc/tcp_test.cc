@@ -310,40 +310,38 @@ TEST(TcpLimitTest, AClientThatStopsReadingIsDropped) {
   server.Stop();
 }
 
-// Small calls, big replies, a client that reads nothing for a while (the issue's
-// pipelined 1 MiB READs): the cap on queued replies holds before each call is
-// run, not after a batch of reads. Before, every record of up to 8 socket reads
-// ran first: 400 calls of ~60 bytes queued 100 MiB here. The held calls still
-// run, all of them, once the client reads.
-TEST(TcpLimitTest, PipelinedCallsWithBigRepliesStayUnderTheReplyCap) {
-  constexpr size_t kReply = 256 << 10, kCap = 1 << 20;
-  constexpr uint32_t kBig = 3, kCalls = 400;
-  Dispatcher dispatcher;
+constexpr size_t kBigReply = 256 << 10;
+constexpr uint32_t kBigProc = 3;
+
+// NULL, ECHO, SLEEP (does nothing) and BIG (a reply of kBigReply bytes).
+Program NullEchoAndBig() {
   Program p = NullAndEcho();
   p.procs.emplace_back("SLEEP", [](CallContext&, auto&, auto&) { return accept_stat::SUCCESS; });
   p.procs.emplace_back("BIG", [](CallContext&, xdr::XdrDecoder&, xdr::XdrEncoder& r) {
-    static const std::vector<std::byte> zeros(kReply);
+    static const std::vector<std::byte> zeros(kBigReply);
     r.Bytes(zeros);
     return accept_stat::SUCCESS;
   });
-  dispatcher.Register(std::move(p));
-  TcpServerOptions o;
-  o.max_queued_reply_bytes = kCap;
-  TcpServer server(dispatcher, o);
-  auto port = server.Listen("127.0.0.1", 0);
-  ASSERT_TRUE(port.has_value());
-  server.Start();
-  int fd = RawSocketTo(*port);
-  std::vector<std::byte> calls;
-  for (uint32_t xid = 1; xid <= kCalls; ++xid) {
-    auto call = testing::CallBytes(xid, kProg, kVers, kBig);
+  return p;
+}
+
+// Sends `calls` BIG calls on `fd` at once, without reading.
+void PipelineBigCalls(int fd, uint32_t calls) {
+  std::vector<std::byte> stream;
+  for (uint32_t xid = 1; xid <= calls; ++xid) {
+    auto call = testing::CallBytes(xid, kProg, kVers, kBigProc);
     std::byte mark[4];
     xdr::StoreBe32(mark, kLastFragment | static_cast<uint32_t>(call.size()));
-    calls.insert(calls.end(), mark, mark + 4);
-    calls.insert(calls.end(), call.begin(), call.end());
+    stream.insert(stream.end(), mark, mark + 4);
+    stream.insert(stream.end(), call.begin(), call.end());
   }
-  ASSERT_EQ(send(fd, calls.data(), calls.size(), MSG_NOSIGNAL), static_cast<ssize_t>(calls.size()));
-  // Let the server do all it will do without our reading: the record count stops.
+  ASSERT_EQ(send(fd, stream.data(), stream.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(stream.size()));
+}
+
+// Waits until the server has run every call it will run without our reading: the
+// record count stays the same for half a second. Returns it.
+uint64_t RecordsOnceQuiet(const TcpServer& server) {
   uint64_t records = 0;
   for (int quiet = 0; quiet < 50;) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -351,13 +349,14 @@ TEST(TcpLimitTest, PipelinedCallsWithBigRepliesStayUnderTheReplyCap) {
     quiet = now == records ? quiet + 1 : 0;
     records = now;
   }
-  EXPECT_LT(records, kCalls) << "every call ran although nobody read the replies";
-  EXPECT_LE(server.counters().queued_reply_bytes_peak.load(), kCap + kReply + 4096)
-      << "replies queued beyond the cap";
-  // Now read everything: every call gets its reply.
-  rpc::RecordReader reader(kReply + 4096);
+  return records;
+}
+
+// Reads `calls` replies from `fd`; false (with a test failure) if it cannot.
+void ReadReplies(int fd, uint32_t calls) {
+  rpc::RecordReader reader(kBigReply + 4096);
   uint32_t replies = 0;
-  while (replies < kCalls) {
+  while (replies < calls) {
     pollfd pfd{fd, POLLIN, 0};
     ASSERT_EQ(poll(&pfd, 1, 60000), 1) << "stuck after " << replies << " replies";
     auto space = reader.PrepareWrite();
@@ -367,8 +366,83 @@ TEST(TcpLimitTest, PipelinedCallsWithBigRepliesStayUnderTheReplyCap) {
     std::span<std::byte> rec;
     while (reader.Next(&rec) == rpc::RecordReader::Status::kRecord) ++replies;
   }
-  EXPECT_EQ(replies, kCalls);
+  EXPECT_EQ(replies, calls);
+}
+
+// Small calls, big replies, a client that reads nothing for a while (the issue's
+// pipelined 1 MiB READs): the cap on queued replies holds before each call is
+// run, not after a batch of reads. Before, every record of up to 8 socket reads
+// ran first: 400 calls of ~60 bytes queued 100 MiB here. The held calls still
+// run, all of them, once the client reads.
+TEST(TcpLimitTest, PipelinedCallsWithBigRepliesStayUnderTheReplyCap) {
+  constexpr size_t kCap = 1 << 20;
+  constexpr uint32_t kCalls = 400;
+  Dispatcher dispatcher;
+  dispatcher.Register(NullEchoAndBig());
+  TcpServerOptions o;
+  o.max_queued_reply_bytes = kCap;
+  TcpServer server(dispatcher, o);
+  auto port = server.Listen("127.0.0.1", 0);
+  ASSERT_TRUE(port.has_value());
+  server.Start();
+  int fd = RawSocketTo(*port);
+  PipelineBigCalls(fd, kCalls);
+  EXPECT_LT(RecordsOnceQuiet(server), kCalls) << "every call ran although nobody read the replies";
+  EXPECT_LE(server.counters().queued_reply_bytes_peak.load(), kCap + kBigReply + 4096)
+      << "replies queued beyond the cap";
+  ReadReplies(fd, kCalls);  // now every call gets its reply
   close(fd);
+  server.Stop();
+}
+
+// Several connections, each under its own cap, together over the shared budget: the
+// server holds their calls once the budget is spent (before, each queued up to its cap:
+// 3 x 8 MiB here), a client that waits for each answer is still served, and once the
+// hogs read, every held call runs and is answered.
+TEST(TcpLimitTest, ConnectionsTogetherStayWithinTheReplyMemoryBudget) {
+  constexpr size_t kBudget = 2 << 20;
+  constexpr uint32_t kCalls = 64, kHogs = 3;
+  Dispatcher dispatcher;
+  dispatcher.Register(NullEchoAndBig());
+  TcpServerOptions o;
+  o.max_queued_reply_bytes = 8 << 20;
+  o.max_reply_memory = kBudget;
+  TcpServer server(dispatcher, o);
+  auto port = server.Listen("127.0.0.1", 0);
+  ASSERT_TRUE(port.has_value());
+  server.Start();
+  std::vector<int> hogs;
+  for (uint32_t i = 0; i < kHogs; ++i) {
+    hogs.push_back(RawSocketTo(*port, 64 << 10));
+    PipelineBigCalls(hogs.back(), kCalls);
+  }
+  uint64_t records = RecordsOnceQuiet(server);
+  EXPECT_LT(records, kHogs * kCalls) << "every call ran although nobody read the replies";
+  // Each connection may run one call past a spent budget (its first, or one racing the
+  // other I/O thread's).
+  size_t bound = kBudget + (kHogs + static_cast<size_t>(o.io_threads)) * (kBigReply + 4096);
+  EXPECT_LE(server.reply_memory_peak(), bound) << "records run: " << records;
+  EXPECT_GT(server.counters().memory_holds.load(), 0u);
+
+  auto polite = RpcClient::Connect("127.0.0.1", *port);
+  ASSERT_TRUE(polite.has_value());
+  for (int i = 0; i < 3; ++i) {
+    auto r = (*polite)->CallSync(kProg, kVers, kBigProc, {}, nullptr);
+    ASSERT_TRUE(r.has_value() && r->header.ok()) << "a client waiting for each reply is starved";
+  }
+  for (int fd : hogs) ReadReplies(fd, kCalls);
+  polite->reset();
+  EXPECT_EQ(server.reply_memory(), 0u) << "every reply went out, yet bytes are still counted";
+  // Hogs that hang up with their replies unread give the budget back too.
+  for (int fd : hogs) PipelineBigCalls(fd, kCalls);
+  RecordsOnceQuiet(server);
+  EXPECT_GT(server.reply_memory(), 0u);
+  for (int fd : hogs) close(fd);
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (server.reply_memory() > 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(server.reply_memory(), 0u) << "closed connections still count";
   server.Stop();
 }
 

@@ -159,6 +159,9 @@ std::string Server::StatsReport() const {
   out += fmt::format("connections: {} accepted, {} open; records {}; bytes in {} out {}\n",
                      c.accepted.load(), c.open.load(), c.records.load(), c.bytes_in.load(),
                      c.bytes_out.load());
+  out += fmt::format("reply memory {} KiB, peak {} KiB; connections held for it {} times\n",
+                     transport_->reply_memory() >> 10, transport_->reply_memory_peak() >> 10,
+                     c.memory_holds.load());
   out += fmt::format("calls refused {}, verifier rotations {}\n", dispatcher_.garbage_calls(),
                      core_->verifiers().rotations());
   auto drc = dispatcher_.drc().stats();
