@@ -49,6 +49,14 @@ Result<void> ParseMountOptions(std::string_view list, MountOptions* mount, Clien
         return Fail(EINVAL);
       }
       mount->max_threads = n;
+    } else if (key == "max_names") {
+      size_t n = 0;
+      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc() || p != value.data() + value.size() || n < 1) {
+        if (error) *error = fmt::format("bad value for max_names: '{}'", value);
+        return Fail(EINVAL);
+      }
+      mount->max_names = n;
     } else {
       // Everything else is a client option, spelled as in the URL query.
       std::string qerr;

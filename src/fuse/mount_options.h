@@ -3,6 +3,7 @@
 // allow_other...). See docs/fuse.md for the list and what each one does.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -26,6 +27,9 @@ struct MountOptions {
   bool splice = true;
   bool debug = false;  // libfuse prints every request
   int max_threads = 32;
+  // Names (directory, name) -> node the mount remembers to find the file an unlink or
+  // rename replaces; past this many it starts over (NodeTable). Tests set it tiny.
+  size_t max_names = size_t{1} << 20;
 };
 
 // Applies a comma-separated -o list. Client options (actimeo=, noac, nconnect=,

@@ -18,6 +18,7 @@ TEST(MountOptions, MountAndClientOptions) {
   EXPECT_TRUE(m.direct_io);
   EXPECT_TRUE(m.allow_other);
   EXPECT_FALSE(m.writeback_cache);
+  EXPECT_EQ(m.max_names, size_t{1} << 20);
   EXPECT_EQ(c.acregmin, 5);
   EXPECT_EQ(c.acdirmax, 5);
   EXPECT_EQ(c.nconnect, 4);
@@ -46,6 +47,18 @@ TEST(MountOptions, ErrorsNameTheOption) {
   EXPECT_FALSE(ParseMountOptions("ro=1", &m, &c, &err));
   EXPECT_NE(err.find("ro"), std::string::npos);
   EXPECT_FALSE(ParseMountOptions("max_threads=1", &m, &c, &err));
+  EXPECT_FALSE(ParseMountOptions("max_names=0", &m, &c, &err));
+  EXPECT_EQ(err, "bad value for max_names: '0'");
+  EXPECT_FALSE(ParseMountOptions("max_names=", &m, &c, &err));
+  EXPECT_FALSE(ParseMountOptions("max_names=12x", &m, &c, &err));
+}
+
+TEST(MountOptions, MaxNames) {
+  MountOptions m;
+  ClientOptions c;
+  std::string err;
+  ASSERT_TRUE(ParseMountOptions("max_names=4", &m, &c, &err)) << err;
+  EXPECT_EQ(m.max_names, 4u);
 }
 
 }  // namespace

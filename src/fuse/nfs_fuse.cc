@@ -16,6 +16,8 @@ namespace nfsx::fuse {
 
 using client::InodePtr;
 
+static_assert(MountOptions{}.max_names == NodeTable::kDefaultMaxNames);
+
 namespace {
 
 bool RequestInterrupted(void* arg) {
@@ -128,7 +130,7 @@ NfsFuse::NfsFuse(std::unique_ptr<client::ClientCore> core, InodePtr root, MountO
     : core_(std::move(core)),
       options_(options),
       source_(std::move(source)),
-      table_(std::move(root)),
+      table_(std::move(root), options_.max_names),
       invalidator_([this](uint64_t dir) { return table_.NamesUnder(dir); }),
       blksize_(core_->wsize()) {
   if (options_.caller_identity) callers_.emplace(core_->channel().cred());

@@ -5,13 +5,11 @@ namespace nfsx::fuse {
 namespace {
 
 constexpr uint64_t kRootId = 1;  // FUSE_ROOT_ID
-// The name cache only saves LOOKUPs; past this size it starts over rather than
-// grow without bound on a mount that walks millions of files.
-constexpr size_t kMaxNames = size_t{1} << 20;
 
 }  // namespace
 
-NodeTable::NodeTable(client::InodePtr root) : root_fileid_(root->fileid()) {
+NodeTable::NodeTable(client::InodePtr root, size_t max_names)
+    : max_names_(max_names), root_fileid_(root->fileid()) {
   auto node = std::make_shared<Node>(kRootId, root->fileid(), 0, root);
   by_inode_[root.get()] = kRootId;
   nodes_[kRootId] = Entry{std::move(node), 1};
@@ -75,7 +73,7 @@ void NodeTable::Forget(uint64_t nodeid, uint64_t n) {
 
 void NodeTable::NoteName(uint64_t parent, const std::string& name, uint64_t child) {
   std::lock_guard lock(mu_);
-  if (name_count_ >= kMaxNames) {
+  if (name_count_ >= max_names_) {
     names_.clear();
     name_count_ = 0;
   }

@@ -52,7 +52,11 @@ using NodePtr = std::shared_ptr<Node>;
 
 class NodeTable {
  public:
-  explicit NodeTable(client::InodePtr root);
+  // The name cache's default size (MountOptions::max_names).
+  static constexpr size_t kDefaultMaxNames = size_t{1} << 20;
+
+  // `max_names`: past this many names the name cache starts over.
+  explicit NodeTable(client::InodePtr root, size_t max_names = kDefaultMaxNames);
 
   // The node the kernel refers to, or null (the kernel never sends an id it was
   // not given, but a stale one after an error path is answered with ESTALE).
@@ -69,7 +73,9 @@ class NodeTable {
 
   // What the kernel's dentries point at: (dir node, name) -> node id, 0 for a
   // negative entry. Used to find the file an unlink or rename replaces; a stale
-  // answer costs a LOOKUP, never a wrong result.
+  // answer costs a LOOKUP, never a wrong result. It only saves LOOKUPs: past
+  // max_names names it starts over rather than grow without bound on a mount
+  // that walks millions of files, so a name the kernel still has may be unknown.
   void NoteName(uint64_t parent, const std::string& name, uint64_t child);
   uint64_t FindName(uint64_t parent, const std::string& name) const;
   void DropName(uint64_t parent, const std::string& name);
@@ -92,6 +98,7 @@ class NodeTable {
   // GUARDED_BY(mu_): per directory node, name -> node id.
   std::unordered_map<uint64_t, std::unordered_map<std::string, uint64_t>> names_;
   size_t name_count_ = 0;  // GUARDED_BY(mu_)
+  const size_t max_names_;
   uint64_t root_fileid_;
   uint64_t next_synthetic_ = uint64_t{1} << 62;  // GUARDED_BY(mu_)
   uint64_t next_generation_ = 1;                 // GUARDED_BY(mu_)

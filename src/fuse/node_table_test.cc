@@ -89,5 +89,20 @@ TEST(NodeTable, NamesFollowTheKernelsDentries) {
   EXPECT_EQ(t.FindName(1, "d"), 10u);
 }
 
+TEST(NodeTable, NameCacheStartsOverPastItsLimit) {
+  NodeTable t(MakeInode(2, 0), /*max_names=*/3);
+  t.NoteName(1, "a", 11);
+  t.NoteName(1, "b", 12);
+  t.NoteName(1, "a", 13);  // replaces, does not count twice
+  t.NoteName(1, "c", 14);
+  EXPECT_EQ(t.FindName(1, "a"), 13u);
+  EXPECT_EQ(t.FindName(1, "c"), 14u);
+  t.NoteName(1, "d", 15);  // the fourth: the cache forgets everything else
+  EXPECT_EQ(t.FindName(1, "d"), 15u);
+  EXPECT_EQ(t.FindName(1, "a"), 0u);
+  EXPECT_EQ(t.FindName(1, "b"), 0u);
+  EXPECT_EQ(t.FindName(1, "c"), 0u);
+}
+
 }  // namespace
 }  // namespace nfsx::fuse

@@ -17,7 +17,7 @@ Runner AddMount(CLI::App& app) {
                   "Comma-separated options: ro, rw, actimeo=N, acregmin=N, acregmax=N, "
                   "acdirmin=N, acdirmax=N, noac, nocto, nconnect=N, rsize=N, wsize=N, "
                   "direct_io, uid=N, gid=N, allow_other, default_permissions, "
-                  "writeback_cache, nosplice, max_threads=N, debug (docs/fuse.md)")
+                  "writeback_cache, nosplice, max_threads=N, max_names=N, debug (docs/fuse.md)")
       ->allow_extra_args(false);
   mnt->add_flag("-f,--foreground", m->foreground,
                 "Stay in the foreground (default: detach once mounted)");
