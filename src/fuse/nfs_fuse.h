@@ -132,18 +132,20 @@ class NfsFuse {
   void DropBehind(FileHandle& h, uint64_t offset);
   // Open-file checks of close-to-open and ACCESS; EACCES etc. as errors.
   Result<void> CheckOpen(const client::InodePtr& ino, int flags);
-  // The file an unlink or rename of parent/name would remove, if the kernel
-  // knows it; null otherwise.
-  NodePtr Replaced(fuse_ino_t parent, const std::string& name);
-  // Whether removing dir/name would delete `victim` while it is open (its last
-  // link); such a file is hidden under a unique name until its last close. An
-  // error (the server not answering, an interrupted wait) is passed on: guessing
-  // "not open" would delete an open file's data.
-  Result<bool> MustHide(const NodePtr& dir, const std::string& name, const NodePtr& victim);
+  // The node the name cache has for parent/name, or null (unknown, negative).
+  NodePtr Cached(fuse_ino_t parent, const std::string& name);
+  // The file that removing dir/name would delete while it is open through this
+  // mount (the name's last link), or null: such a file is hidden under a unique name
+  // until its last close. `cached` is what Cached() says of the name. An error (the
+  // server not answering, an interrupted wait) is passed on: guessing "not open"
+  // would delete an open file's data.
+  Result<NodePtr> ToHide(const NodePtr& dir, const std::string& name, const NodePtr& cached);
   Result<std::string> Hide(const NodePtr& dir, const std::string& name, const NodePtr& victim);
   void Unhide(const NodePtr& dir, const std::string& hidden_name, const std::string& name,
               const NodePtr& victim);
   void ForgetHidden(const NodePtr& node);
+  // Uncounts an open handle of `node`; at its last, removes the names it was hidden under.
+  void Close(const NodePtr& node);
   Result<void> Sync();
   std::string StatsText();
 

@@ -107,6 +107,16 @@ std::vector<std::string> NodeTable::NamesUnder(uint64_t parent) const {
   return out;
 }
 
+void NodeTable::Opened(Node& node) {
+  node.opens.fetch_add(1);
+  open_files_.fetch_add(1);
+}
+
+bool NodeTable::Closed(Node& node) {
+  open_files_.fetch_sub(1);
+  return node.opens.fetch_sub(1) == 1;
+}
+
 size_t NodeTable::size() const {
   std::lock_guard lock(mu_);
   return nodes_.size();

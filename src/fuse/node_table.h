@@ -34,8 +34,9 @@ struct Node {
   const uint64_t generation;
   const client::InodePtr ino;
 
-  // Open file handles; an unlinked file that is still open is kept under a
-  // hidden name until the last one closes (as the Linux NFS client does).
+  // Open file handles (NodeTable::Opened/Closed); an unlinked file that is still
+  // open is kept under a hidden name until the last one closes (as the Linux NFS
+  // client does).
   std::atomic<int> opens{0};
   // Bumped each time the client finds someone else changed the file; an open
   // keeps the kernel's page cache only if nothing happened since the last open.
@@ -83,6 +84,14 @@ class NodeTable {
   // else changed the directory).
   std::vector<std::string> NamesUnder(uint64_t parent) const;
 
+  // ---- open files ----
+  // Counts an open file handle of `node`, and in open_files().
+  void Opened(Node& node);
+  // Uncounts one; true if it was the node's last.
+  bool Closed(Node& node);
+  // File handles open through the mount: at 0 no file can need hiding.
+  uint64_t open_files() const { return open_files_.load(); }
+
   size_t size() const;
 
  private:
@@ -102,6 +111,8 @@ class NodeTable {
   uint64_t root_fileid_;
   uint64_t next_synthetic_ = uint64_t{1} << 62;  // GUARDED_BY(mu_)
   uint64_t next_generation_ = 1;                 // GUARDED_BY(mu_)
+
+  std::atomic<uint64_t> open_files_{0};
 };
 
 }  // namespace nfsx::fuse

@@ -104,5 +104,35 @@ TEST(NodeTable, NameCacheStartsOverPastItsLimit) {
   EXPECT_EQ(t.FindName(1, "c"), 0u);
 }
 
+TEST(NodeTable, CountsOpenFiles) {
+  NodeTable t(MakeInode(2, 0));
+  NodePtr a = t.Ref(MakeInode(20, 1));
+  NodePtr b = t.Ref(MakeInode(21, 2));
+  EXPECT_EQ(t.open_files(), 0u);
+  t.Opened(*a);
+  t.Opened(*a);
+  t.Opened(*b);
+  EXPECT_EQ(t.open_files(), 3u);
+  EXPECT_EQ(a->opens.load(), 2);
+  EXPECT_FALSE(t.Closed(*a));
+  EXPECT_TRUE(t.Closed(*a));  // its last
+  EXPECT_TRUE(t.Closed(*b));
+  EXPECT_EQ(t.open_files(), 0u);
+}
+
+// What an unlink does when the name cache has forgotten the name: the server's
+// answer (an interned inode) leads to the node the kernel holds.
+TEST(NodeTable, AForgottenNameStillLeadsToTheNode) {
+  NodeTable t(MakeInode(2, 0), /*max_names=*/2);
+  auto file = MakeInode(30, 1);
+  NodePtr n = t.Ref(file);
+  t.NoteName(1, "victim", n->nodeid);
+  t.NoteName(1, "x", 31);
+  t.NoteName(1, "y", 32);  // the cache starts over
+  EXPECT_EQ(t.FindName(1, "victim"), 0u);
+  EXPECT_EQ(t.Find(file.get()), n);
+  EXPECT_FALSE(t.Find(MakeInode(30, 9).get()));  // another handle: not a node
+}
+
 }  // namespace
 }  // namespace nfsx::fuse

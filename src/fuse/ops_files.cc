@@ -72,10 +72,12 @@ void NfsFuse::Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   fi->direct_io = options_.direct_io;
   auto* h = new FileHandle{node, fi->flags, {}};
   fi->fh = reinterpret_cast<uint64_t>(h);
-  node->opens.fetch_add(1);
+  table_.Opened(*node);
   if (fuse_reply_open(req, fi) != 0) {  // interrupted: no release will come
-    node->opens.fetch_sub(1);
     delete h;
+    // Uncounted only: nothing may wait on the server after a reply. Should the file
+    // have been hidden meanwhile, its hidden name goes at unmount.
+    table_.Closed(*node);
   }
 }
 
@@ -119,10 +121,10 @@ void NfsFuse::Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t
   fi->direct_io = options_.direct_io;
   auto* h = new FileHandle{node, fi->flags, {}};
   fi->fh = reinterpret_cast<uint64_t>(h);
-  node->opens.fetch_add(1);
+  table_.Opened(*node);
   if (fuse_reply_create(req, &e, fi) != 0) {
-    node->opens.fetch_sub(1);
     delete h;
+    table_.Closed(*node);  // as in Open
     table_.Forget(node->nodeid, 1);
   }
 }
@@ -244,15 +246,18 @@ void NfsFuse::Release(fuse_req_t req, fuse_file_info* fi) {
                 node->ino->fileid(), ErrorString(r.error()));
     }
   }
-  if (node->opens.fetch_sub(1) == 1) {
-    bool hidden;
-    {
-      std::lock_guard lock(node->hidden_mu);
-      hidden = !node->hidden.empty();
-    }
-    if (hidden) ForgetHidden(node);
-  }
+  Close(node);
   fuse_reply_err(req, 0);
+}
+
+void NfsFuse::Close(const NodePtr& node) {
+  if (!table_.Closed(*node)) return;
+  bool hidden;
+  {
+    std::lock_guard lock(node->hidden_mu);
+    hidden = !node->hidden.empty();
+  }
+  if (hidden) ForgetHidden(node);
 }
 
 }  // namespace nfsx::fuse

@@ -113,19 +113,34 @@ void NfsFuse::Link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char
   ReplyEntry(req, parent, name, node->ino);
 }
 
-NodePtr NfsFuse::Replaced(fuse_ino_t parent, const std::string& name) {
+NodePtr NfsFuse::Cached(fuse_ino_t parent, const std::string& name) {
   uint64_t id = table_.FindName(parent, name);
   return id ? table_.Get(id) : nullptr;
 }
 
-Result<bool> NfsFuse::MustHide(const NodePtr& dir, const std::string& name, const NodePtr& victim) {
-  if (!victim || victim->opens.load() == 0 || victim->ino->type() != NF3REG) return false;
-  // Only the last link matters, and only if the name still is that file.
-  auto st = core_->GetAttr(victim->ino);
-  if (!st) return std::unexpected(st.error());
+Result<NodePtr> NfsFuse::ToHide(const NodePtr& dir, const std::string& name,
+                                const NodePtr& cached) {
+  // Nothing is open through the mount, so nothing needs hiding.
+  if (table_.open_files() == 0) return nullptr;
+  // The name is a file the kernel knows and nobody has open. (The cache follows the
+  // kernel's dentries; as with the Linux client, a name that another client has
+  // since pointed at a file open here is not noticed.)
+  if (cached && (cached->opens.load() == 0 || cached->ino->type() != NF3REG)) return nullptr;
+  // Ask the server which file the name is: the cache may not know the name (it
+  // starts over past max_names names while the kernel keeps its dentries), and the
+  // open file it knew may no longer be the one under it.
   auto now = core_->Lookup(dir->ino, name);
-  if (!now && now.error().code != ENOENT) return std::unexpected(now.error());
-  return st->nlink <= 1 && now && *now == victim->ino;
+  if (!now) {
+    if (now.error().code == ENOENT) return nullptr;
+    return std::unexpected(now.error());
+  }
+  // A file the kernel holds no node for is open nowhere in this mount.
+  NodePtr node = table_.Find(now->get());
+  if (!node || node->opens.load() == 0 || node->ino->type() != NF3REG) return nullptr;
+  // Only the last link matters.
+  auto st = core_->GetAttr(node->ino);
+  if (!st) return std::unexpected(st.error());
+  return st->nlink <= 1 ? node : nullptr;
 }
 
 Result<std::string> NfsFuse::Hide(const NodePtr& dir, const std::string& name,
@@ -181,23 +196,23 @@ void NfsFuse::ForgetHidden(const NodePtr& node) {
 void NfsFuse::Unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
   NodePtr dir = NodeOr(req, parent);
   if (!dir) return;
-  NodePtr victim = Replaced(parent, name);
-  auto must_hide = MustHide(dir, name, victim);
-  if (!must_hide) {
-    fuse_reply_err(req, must_hide.error().code);
+  NodePtr cached = Cached(parent, name);
+  auto victim = ToHide(dir, name, cached);
+  if (!victim) {
+    fuse_reply_err(req, victim.error().code);
     return;
   }
-  bool hidden = *must_hide;
+  bool hidden = *victim != nullptr;
   Result<void> r;
   if (hidden) {
-    if (auto h = Hide(dir, name, victim); !h) r = std::unexpected(h.error());
+    if (auto h = Hide(dir, name, *victim); !h) r = std::unexpected(h.error());
   } else {
     r = core_->Remove(dir->ino, name);
   }
   if (r) {
     table_.DropName(parent, name);
     // Its other names must show one link fewer: the REMOVE reply says nothing of it.
-    if (victim && !hidden) victim->ino->ExpireAttr();
+    if (cached && !hidden) cached->ino->ExpireAttr();
   }
   fuse_reply_err(req, r ? 0 : r.error().code);
 }
@@ -222,18 +237,18 @@ void NfsFuse::Rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_i
   if (!from) return;
   NodePtr to = NodeOr(req, newparent);
   if (!to) return;
-  NodePtr moved = Replaced(parent, name);
-  NodePtr replaced = Replaced(newparent, newname);
+  NodePtr moved = Cached(parent, name);
+  NodePtr replaced = Cached(newparent, newname);
   if (replaced && replaced == moved) replaced = nullptr;  // two names of one file
   std::string hidden_name;
-  auto must_hide = MustHide(to, newname, replaced);
-  if (!must_hide) {
-    fuse_reply_err(req, must_hide.error().code);
+  auto victim = ToHide(to, newname, replaced);
+  if (!victim) {
+    fuse_reply_err(req, victim.error().code);
     return;
   }
-  if (*must_hide) {
+  if (*victim) {
     // The file renamed over is open: hide it first so that its descriptors keep working.
-    auto h = Hide(to, newname, replaced);
+    auto h = Hide(to, newname, *victim);
     if (!h) {
       fuse_reply_err(req, h.error().code);
       return;
@@ -242,7 +257,7 @@ void NfsFuse::Rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_i
   }
   auto r = core_->Rename(from->ino, name, to->ino, newname);
   if (!r) {
-    if (!hidden_name.empty()) Unhide(to, hidden_name, newname, replaced);
+    if (!hidden_name.empty()) Unhide(to, hidden_name, newname, *victim);
     fuse_reply_err(req, r.error().code);
     return;
   }
