@@ -136,9 +136,10 @@ class NfsFuse {
   NodePtr Cached(fuse_ino_t parent, const std::string& name);
   // The file that removing dir/name would delete while it is open through this
   // mount (the name's last link), or null: such a file is hidden under a unique name
-  // until its last close. `cached` is what Cached() says of the name. An error (the
-  // server not answering, an interrupted wait) is passed on: guessing "not open"
-  // would delete an open file's data.
+  // until its last close. `cached` is what Cached() says of the name. Call it holding a
+  // NodeTable::Removal until the REMOVE or RENAME is answered. An error (the server
+  // not answering, an interrupted wait) is passed on: guessing "not open" would
+  // delete an open file's data.
   Result<NodePtr> ToHide(const NodePtr& dir, const std::string& name, const NodePtr& cached);
   Result<std::string> Hide(const NodePtr& dir, const std::string& name, const NodePtr& victim);
   void Unhide(const NodePtr& dir, const std::string& hidden_name, const std::string& name,

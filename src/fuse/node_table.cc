@@ -1,5 +1,7 @@
 #include "fuse/node_table.h"
 
+#include "base/interruption.h"
+
 namespace nfsx::fuse {
 
 namespace {
@@ -115,6 +117,43 @@ void NodeTable::Opened(Node& node) {
 bool NodeTable::Closed(Node& node) {
   open_files_.fetch_sub(1);
   return node.opens.fetch_sub(1) == 1;
+}
+
+uint64_t NodeTable::BeginRemoval() {
+  std::lock_guard lock(removal_mu_);
+  uint64_t ticket = removals_begun_.fetch_add(1) + 1;
+  removals_running_.insert(ticket);
+  return ticket;
+}
+
+void NodeTable::EndRemoval(uint64_t ticket) {
+  {
+    std::lock_guard lock(removal_mu_);
+    removals_running_.erase(ticket);
+    removals_ended_.fetch_add(1);
+  }
+  removal_cv_.notify_all();
+}
+
+NodeTable::RemovalWatch NodeTable::WatchRemovals() const {
+  // Ended first: if then as many had ended as had begun, none was running at that
+  // moment (every end follows its beginning) and none began in between.
+  RemovalWatch w;
+  w.ended = removals_ended_.load();
+  w.begun = removals_begun_.load();
+  return w;
+}
+
+Result<bool> NodeTable::AwaitRemovals(const RemovalWatch& since) {
+  // Read after the caller's Opened: a removal with a later ticket saw the count.
+  uint64_t upto = removals_begun_.load();
+  if (since.ended == since.begun && upto == since.begun) return false;  // none ran since
+  std::unique_lock lock(removal_mu_);
+  bool done = WaitUnlessInterrupted(lock, removal_cv_, [&] {
+    return removals_running_.empty() || *removals_running_.begin() > upto;
+  });
+  if (!done) return Fail(EINTR);
+  return true;
 }
 
 size_t NodeTable::size() const {

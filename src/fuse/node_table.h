@@ -13,15 +13,18 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "client/inode.h"
+#include "nfsx/result.h"
 
 namespace nfsx::fuse {
 
@@ -84,13 +87,52 @@ class NodeTable {
   // else changed the directory).
   std::vector<std::string> NamesUnder(uint64_t parent) const;
 
-  // ---- open files ----
+  // ---- open files, and removals racing them ----
+  //
+  // An unlink or a rename over a name looks at whether the file it would delete is
+  // open (then it hides the file instead), and only then asks the server. An open of
+  // that file that the kernel sends meanwhile must not be answered as if the file
+  // stayed (the kernel does not serialize the two). So:
+  //  - a removal holds a ticket (BeginRemoval) from before it reads any open count
+  //    until the server has answered it (EndRemoval);
+  //  - an open takes a RemovalWatch as it starts, is counted open (Opened), and then
+  //    calls AwaitRemovals: a removal whose ticket came later sees its count and
+  //    hides the file; one whose ticket came earlier may have missed it, so the open
+  //    waits for it to end and is told to check that its file is still there.
+  // The tickets and the counts are sequentially consistent: of a ticket taken and a
+  // count raised at about the same time, at least one side sees the other.
+
   // Counts an open file handle of `node`, and in open_files().
   void Opened(Node& node);
   // Uncounts one; true if it was the node's last.
   bool Closed(Node& node);
   // File handles open through the mount: at 0 no file can need hiding.
   uint64_t open_files() const { return open_files_.load(); }
+
+  uint64_t BeginRemoval();
+  void EndRemoval(uint64_t ticket);
+  struct RemovalWatch {
+    uint64_t ended = 0;
+    uint64_t begun = 0;
+  };
+  RemovalWatch WatchRemovals() const;
+  // Waits for the removals that began before this call; true if any of them ran
+  // after `since` was taken (the file being opened may be gone). EINTR if the
+  // request is interrupted while waiting.
+  Result<bool> AwaitRemovals(const RemovalWatch& since);
+
+  // Holds a removal ticket for its lifetime.
+  class Removal {
+   public:
+    explicit Removal(NodeTable& t) : table_(t), ticket_(t.BeginRemoval()) {}
+    ~Removal() { table_.EndRemoval(ticket_); }
+    Removal(const Removal&) = delete;
+    Removal& operator=(const Removal&) = delete;
+
+   private:
+    NodeTable& table_;
+    const uint64_t ticket_;
+  };
 
   size_t size() const;
 
@@ -113,6 +155,11 @@ class NodeTable {
   uint64_t next_generation_ = 1;                 // GUARDED_BY(mu_)
 
   std::atomic<uint64_t> open_files_{0};
+  std::mutex removal_mu_;
+  std::condition_variable removal_cv_;
+  std::atomic<uint64_t> removals_begun_{0};  // written under removal_mu_; the last ticket
+  std::atomic<uint64_t> removals_ended_{0};  // written under removal_mu_
+  std::set<uint64_t> removals_running_;      // GUARDED_BY(removal_mu_): their tickets
 };
 
 }  // namespace nfsx::fuse

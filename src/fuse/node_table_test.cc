@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <future>
 #include <set>
 
 namespace nfsx::fuse {
@@ -132,6 +134,44 @@ TEST(NodeTable, AForgottenNameStillLeadsToTheNode) {
   EXPECT_EQ(t.FindName(1, "victim"), 0u);
   EXPECT_EQ(t.Find(file.get()), n);
   EXPECT_FALSE(t.Find(MakeInode(30, 9).get()));  // another handle: not a node
+}
+
+TEST(NodeTable, AnOpenWithNoRemovalAroundDoesNotWait) {
+  NodeTable t(MakeInode(2, 0));
+  NodePtr n = t.Ref(MakeInode(40, 1));
+  { NodeTable::Removal r(t); }  // over before the open begins
+  auto w = t.WatchRemovals();
+  t.Opened(*n);
+  auto raced = t.AwaitRemovals(w);
+  ASSERT_TRUE(raced);
+  EXPECT_FALSE(*raced);
+}
+
+TEST(NodeTable, AnOpenWaitsForARemovalThatMayHaveMissedIt) {
+  NodeTable t(MakeInode(2, 0));
+  NodePtr n = t.Ref(MakeInode(41, 1));
+  auto removal = std::make_unique<NodeTable::Removal>(t);
+  EXPECT_EQ(t.open_files(), 0u);  // what the removal saw: it will not hide the file
+  auto w = t.WatchRemovals();
+  t.Opened(*n);
+  auto open = std::async(std::launch::async, [&] { return t.AwaitRemovals(w); });
+  EXPECT_EQ(open.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout);
+  removal.reset();  // the server answered the REMOVE
+  auto raced = open.get();
+  ASSERT_TRUE(raced);
+  EXPECT_TRUE(*raced);  // the open must check that its file is still there
+}
+
+TEST(NodeTable, ARemovalThatEndedDuringTheOpenCounts) {
+  NodeTable t(MakeInode(2, 0));
+  NodePtr n = t.Ref(MakeInode(43, 1));
+  auto removal = std::make_unique<NodeTable::Removal>(t);
+  auto w = t.WatchRemovals();  // the removal is running as the open begins...
+  removal.reset();             // ...and ends before the open is counted
+  t.Opened(*n);
+  auto raced = t.AwaitRemovals(w);
+  ASSERT_TRUE(raced);
+  EXPECT_TRUE(*raced);
 }
 
 }  // namespace

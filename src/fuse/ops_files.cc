@@ -43,22 +43,28 @@ Result<void> NfsFuse::CheckOpen(const InodePtr& ino, int flags) {
 void NfsFuse::Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   NodePtr node = NodeOr(req, ino);
   if (!node) return;
-  // Close-to-open: see what other clients did since we last looked.
-  if (core_->options().cto) {
-    if (auto r = core_->Revalidate(node->ino); !r) {
-      fuse_reply_err(req, r.error().code);
-      return;
-    }
+  // Counted open before anything else: an unlink or rename over the file from now
+  // on hides it rather than delete it, and one already under way, which may have
+  // missed the count, is waited for (NodeTable::BeginRemoval).
+  auto removals = table_.WatchRemovals();
+  table_.Opened(*node);
+  auto fail = [&](int err) {
+    Close(node);
+    fuse_reply_err(req, err);
+  };
+  auto raced = table_.AwaitRemovals(removals);
+  if (!raced) return fail(raced.error().code);
+  // Close-to-open: see what other clients did since we last looked. After a racing
+  // removal, also whether the file is still there: if it was deleted, ESTALE has the
+  // kernel look its name up again (and find it gone).
+  if (core_->options().cto || *raced) {
+    auto st = core_->GetAttr(node->ino, /*force=*/true);
+    if (!st) return fail(st.error().code);
+    if (*raced && st->nlink == 0) return fail(ESTALE);
   }
-  if (auto r = CheckOpen(node->ino, fi->flags); !r) {
-    fuse_reply_err(req, r.error().code);
-    return;
-  }
+  if (auto r = CheckOpen(node->ino, fi->flags); !r) return fail(r.error().code);
   if ((fi->flags & O_TRUNC) && Writable(fi->flags)) {  // FUSE_CAP_ATOMIC_O_TRUNC
-    if (auto r = core_->Truncate(node->ino, 0); !r) {
-      fuse_reply_err(req, r.error().code);
-      return;
-    }
+    if (auto r = core_->Truncate(node->ino, 0); !r) return fail(r.error().code);
   }
   // The kernel's pages of the file are good unless someone else changed the
   // file since the kernel last opened it. If so, its attributes (the size
@@ -72,7 +78,6 @@ void NfsFuse::Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   fi->direct_io = options_.direct_io;
   auto* h = new FileHandle{node, fi->flags, {}};
   fi->fh = reinterpret_cast<uint64_t>(h);
-  table_.Opened(*node);
   if (fuse_reply_open(req, fi) != 0) {  // interrupted: no release will come
     delete h;
     // Uncounted only: nothing may wait on the server after a reply. Should the file
@@ -121,6 +126,8 @@ void NfsFuse::Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t
   fi->direct_io = options_.direct_io;
   auto* h = new FileHandle{node, fi->flags, {}};
   fi->fh = reinterpret_cast<uint64_t>(h);
+  // No removal can race this open as one can race Open: the kernel holds the
+  // directory locked for an O_CREAT open, so no unlink or rename in it runs meanwhile.
   table_.Opened(*node);
   if (fuse_reply_create(req, &e, fi) != 0) {
     delete h;

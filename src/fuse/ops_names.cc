@@ -120,7 +120,8 @@ NodePtr NfsFuse::Cached(fuse_ino_t parent, const std::string& name) {
 
 Result<NodePtr> NfsFuse::ToHide(const NodePtr& dir, const std::string& name,
                                 const NodePtr& cached) {
-  // Nothing is open through the mount, so nothing needs hiding.
+  // Nothing is open through the mount, so nothing needs hiding. (An open that has
+  // not been counted yet waits for this removal: the caller holds a removal ticket.)
   if (table_.open_files() == 0) return nullptr;
   // The name is a file the kernel knows and nobody has open. (The cache follows the
   // kernel's dentries; as with the Linux client, a name that another client has
@@ -134,7 +135,8 @@ Result<NodePtr> NfsFuse::ToHide(const NodePtr& dir, const std::string& name,
     if (now.error().code == ENOENT) return nullptr;
     return std::unexpected(now.error());
   }
-  // A file the kernel holds no node for is open nowhere in this mount.
+  // A file the kernel holds no node for is open nowhere in this mount: an open needs
+  // the node first, and an open from now on waits for this removal.
   NodePtr node = table_.Find(now->get());
   if (!node || node->opens.load() == 0 || node->ino->type() != NF3REG) return nullptr;
   // Only the last link matters.
@@ -196,6 +198,7 @@ void NfsFuse::ForgetHidden(const NodePtr& node) {
 void NfsFuse::Unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
   NodePtr dir = NodeOr(req, parent);
   if (!dir) return;
+  NodeTable::Removal removal(table_);  // before any open count is read
   NodePtr cached = Cached(parent, name);
   auto victim = ToHide(dir, name, cached);
   if (!victim) {
@@ -237,6 +240,7 @@ void NfsFuse::Rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_i
   if (!from) return;
   NodePtr to = NodeOr(req, newparent);
   if (!to) return;
+  NodeTable::Removal removal(table_);  // before any open count is read
   NodePtr moved = Cached(parent, name);
   NodePtr replaced = Cached(newparent, newname);
   if (replaced && replaced == moved) replaced = nullptr;  // two names of one file

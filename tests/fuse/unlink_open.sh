@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # An unlink or a rename over a file that a process has open never deletes its data,
 # even when the mount's name cache has forgotten the name (it starts over past
-# max_names names; the kernel keeps its dentry and sends the UNLINK without a LOOKUP):
-# the file is hidden under a .nfsx* name while open, and that name goes at its last
-# close, as with the kernel NFS client's silly rename.
+# max_names names; the kernel keeps its dentry and sends the UNLINK without a LOOKUP),
+# nor when the open races the unlink: the file is hidden under a .nfsx* name while
+# open, and that name goes at its last close, as with the kernel NFS client's silly
+# rename.
 #   unlink_open.sh
 TEST_NAME=fuse_unlink_open
 source "$(dirname "$0")/lib.sh"
@@ -175,6 +176,47 @@ PY
 touch "$WORK/thrash.stop"
 wait "$thrasher"
 pass "mv over open files while the cache starts over: $(cat "$WORK/rounds.out")"
+for _ in $(seq 100); do [[ -z $(hidden_names) ]] && break; sleep 0.1; done
+[[ -z $(hidden_names) ]] || fail "hidden names left after the last close: $(hidden_names)"
+pass "and no hidden name is left"
+
+# ---- opens racing the unlink of their file ----
+# The kernel does not order an open against an unlink of the same file: the open
+# either fails (ENOENT) or gives a descriptor that reads the data, never one to a
+# file the unlink then deleted (reads failing with ESTALE).
+python3 - "$WORK/m/d" 200 >"$WORK/race.out" 2>&1 <<'PY' || fail "opens racing unlinks: $(tail -3 "$WORK/race.out")"
+import os, sys, threading
+d, rounds = sys.argv[1], int(sys.argv[2])
+opened = missing = 0
+for r in range(rounds):
+    path = f"{d}/race-{r}"
+    with open(path, "w") as f: f.write(f"data-{r}")
+    got = []
+    def opener():
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+        except FileNotFoundError:
+            got.append(None)
+            return
+        try:
+            got.append(os.pread(fd, 100, 0).decode())
+        except OSError as e:
+            got.append(f"ERROR {os.strerror(e.errno)}")
+        finally:
+            os.close(fd)
+    t = threading.Thread(target=opener)
+    t.start()
+    os.unlink(path)
+    t.join()
+    if got[0] is None:
+        missing += 1
+    elif got[0] == f"data-{r}":
+        opened += 1
+    else:
+        sys.exit(f"round {r}: an open racing the unlink reads: {got[0]}")
+print(f"{rounds} rounds: {opened} opened first, {missing} found the file gone")
+PY
+pass "opens racing unlinks: $(cat "$WORK/race.out")"
 for _ in $(seq 100); do [[ -z $(hidden_names) ]] && break; sleep 0.1; done
 [[ -z $(hidden_names) ]] || fail "hidden names left after the last close: $(hidden_names)"
 pass "and no hidden name is left"
