@@ -1,6 +1,7 @@
 #include "client/inode.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace nfsx::client {
 
@@ -84,6 +85,32 @@ void Inode::TrimUnstable(uint64_t from, uint64_t to) {
       ++it;
     }
   }
+}
+
+bool Inode::HasUnstableIn(uint64_t offset, uint64_t len) {
+  std::lock_guard lock(wb_mu);
+  if (unstable.empty() || len == 0) return false;
+  auto it = unstable.lower_bound(offset + len);  // the first extent past the range
+  if (it == unstable.begin()) return false;
+  --it;
+  return it->first + it->second.len > offset;
+}
+
+bool Inode::OverlayUnstable(uint64_t offset, std::span<std::byte> out) {
+  std::lock_guard lock(wb_mu);
+  uint64_t end = offset + out.size();
+  auto it = unstable.lower_bound(offset);
+  if (it != unstable.begin()) --it;  // the extent before may reach into the range
+  bool any = false;
+  for (; it != unstable.end() && it->first < end; ++it) {
+    uint64_t b = std::max(it->first, offset);
+    uint64_t e = std::min(it->first + it->second.len, end);
+    if (b >= e) continue;
+    const UnstableExtent& x = it->second;
+    std::memcpy(out.data() + (b - offset), x.data->data() + x.begin + (b - it->first), e - b);
+    any = true;
+  }
+  return any;
 }
 
 void Inode::AddUnstable(uint64_t offset, UnstableExtent e) {

@@ -122,5 +122,38 @@ TEST_F(InodeTimerTest, ExpireAttrRacingAnOlderReplyAlwaysWins) {
   EXPECT_EQ(fresh, 0) << "replies to calls sent before ExpireAttr refreshed the attributes";
 }
 
+// Bytes written UNSTABLE and not yet committed are laid over what a READ returns: a
+// server that restarted answers with what it lost them to (the crash loop saw a mount
+// read 0xDB where it had written, before its next COMMIT resent the data).
+TEST_F(InodeTimerTest, UnstableBytesOverlayWhatAReadReturns) {
+  auto buf = [](size_t n, uint8_t v) {
+    return std::make_shared<const std::vector<std::byte>>(n, std::byte{v});
+  };
+  {
+    std::lock_guard lock(ino_.wb_mu);
+    ino_.AddUnstable(100, {buf(50, 0xAA), 0, 50, {}});
+    ino_.AddUnstable(200, {buf(64, 0xBB), 10, 20, {}});  // bytes 10..29 of its buffer
+  }
+  EXPECT_FALSE(ino_.HasUnstableIn(0, 100));
+  EXPECT_TRUE(ino_.HasUnstableIn(0, 101));
+  EXPECT_TRUE(ino_.HasUnstableIn(149, 10));
+  EXPECT_FALSE(ino_.HasUnstableIn(150, 50));
+  EXPECT_TRUE(ino_.HasUnstableIn(219, 1));
+  EXPECT_FALSE(ino_.HasUnstableIn(220, 1000));
+
+  std::vector<std::byte> read(200, std::byte{0xDB});  // bytes 90..289 as the server has them
+  ASSERT_TRUE(ino_.OverlayUnstable(90, read));
+  for (size_t i = 0; i < read.size(); ++i) {
+    uint64_t at = 90 + i;
+    std::byte want{0xDB};
+    if (at >= 100 && at < 150) want = std::byte{0xAA};
+    if (at >= 200 && at < 220) want = std::byte{0xBB};
+    ASSERT_EQ(read[i], want) << "at " << at;
+  }
+  std::vector<std::byte> none(10, std::byte{0});
+  EXPECT_FALSE(ino_.OverlayUnstable(150, none));
+  EXPECT_EQ(none, std::vector<std::byte>(10, std::byte{0}));
+}
+
 }  // namespace
 }  // namespace nfsx::client

@@ -116,6 +116,8 @@ for round in $(seq "$ROUNDS"); do
 		kill -STOP "${PID[@]}" "$DAEMON"
 		declare -A STATE
 		for w in "${WRITERS[@]}"; do STATE[$w]=$(last_ack "$w"); done
+		# The journal the restart replays (and empties), kept for a failure's diagnosis.
+		cp "$WORK"/srv.state/unsynced-*.journal "$WORK/journal.$round" 2>/dev/null || true
 		start_nfsx srv "$NFS_PORT" "$MOUNT_PORT"
 		lost=$(grep -o 'testing crashes: [0-9]* ranges' "$WORK/srv.log" | tail -n 1 | grep -o '[0-9]*' || echo 0)
 		lost_total=$((lost_total + lost))
