@@ -210,7 +210,7 @@ int main(int argc, char** argv) {
                  "write, read, randwrite, randread, randrw, verify, or a comma list run in "
                  "order on the same files (e.g. write,verify)");
   app.add_option("--jobs,-j", o.jobs, "Jobs: threads, each with its own connection")
-      ->check(CLI::Range(1, 256))
+      ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   app.add_option("--depth,-d", o.depth, "Requests in flight per job")
       ->check(CLI::Range(1, 4096))
