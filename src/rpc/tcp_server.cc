@@ -116,7 +116,7 @@ class TcpServer::Connection : public EpollItem,
 
 class TcpServer::IoThread : public EpollItem {
  public:
-  IoThread(TcpServer* server, int index) : server_(server), index_(index) {
+  explicit IoThread(TcpServer* server) : server_(server) {
     epfd_ = epoll_create1(EPOLL_CLOEXEC);
     wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -209,7 +209,6 @@ class TcpServer::IoThread : public EpollItem {
   };
 
   TcpServer* server_;
-  int index_;
   int epfd_ = -1;
   int wake_fd_ = -1;
   int timer_fd_ = -1;
@@ -642,7 +641,7 @@ TcpServer::TcpServer(Dispatcher& dispatcher, TcpServerOptions options)
   if (options_.io_threads < 1) options_.io_threads = 1;
   if (options_.worker_threads < 1) options_.worker_threads = 1;
   for (int i = 0; i < options_.io_threads; ++i) {
-    io_threads_.push_back(std::make_unique<IoThread>(this, i));
+    io_threads_.push_back(std::make_unique<IoThread>(this));
   }
 }
 
