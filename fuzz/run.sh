@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang, seeds them from the captured wire vectors and
+# Builds the libFuzzer targets with clang 19 or newer, seeds them from the captured wire vectors and
 # runs each for SECONDS (default 30).
 #
 #   fuzz/run.sh [SECONDS]
@@ -20,23 +20,43 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${NFSX_FUZZ_BUILD_DIR:-$root/build-fuzz}
 targets=(record_marking_fuzz rpc_call_fuzz nfs3_reply_fuzz)
 
-if ! command -v clang >/dev/null || ! command -v clang++ >/dev/null; then
-  echo "fuzz/run.sh: clang/clang++ not found; fuzzing skipped" >&2
-  exit 77
-fi
-# clang without its runtime (Debian: libclang-rt-NN-dev) cannot link -fsanitize=fuzzer.
+# The fuzzers link the server, which uses std::expected. Debian 12's libstdc++ 12 defines it
+# only for compilers that report C++20 concepts at level 202002 (__cpp_concepts), which clang
+# does from 19 on; clang 14 and 16 do not. So: clang-19 (scripts/install-deps.sh), else a
+# newer versioned clang, else plain clang; the first that compiles std::expected and links
+# libFuzzer (clang without its runtime, Debian's libclang-rt-NN-dev, cannot).
 probe=$(mktemp -d)
 trap 'rm -rf "$probe"' EXIT
-echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }' \
-  >"$probe/probe.cc"
-if ! clang++ -fsanitize=fuzzer,address,undefined "$probe/probe.cc" -o "$probe/probe" \
-  2>"$probe/err"; then
-  echo "fuzz/run.sh: clang++ cannot link libFuzzer (install libclang-rt-dev); fuzzing skipped:" >&2
-  cat "$probe/err" >&2
+cat >"$probe/probe.cc" <<'PROBE'
+#include <expected>
+extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long size) {
+  std::expected<unsigned long, int> e = size;
+  return static_cast<int>(*e * 0);
+}
+PROBE
+cc='' cxx=''
+for candidate in clang++-19 clang++-20 clang++-21 clang++-22 clang++; do
+  command -v "$candidate" >/dev/null && command -v "${candidate/clang++/clang}" >/dev/null ||
+    continue
+  if "$candidate" -std=c++23 -fsanitize=fuzzer,address,undefined "$probe/probe.cc" \
+    -o "$probe/probe" 2>"$probe/err-$candidate"; then
+    cxx=$candidate cc=${candidate/clang++/clang}
+    break
+  fi
+done
+if [[ -z $cxx ]]; then
+  echo "fuzz/run.sh: no clang with std::expected and libFuzzer (install clang-19 and" \
+    "libclang-rt-19-dev); fuzzing skipped" >&2
+  for err in "$probe"/err-*; do
+    [[ -e $err ]] || continue
+    echo "${err##*/err-}:" >&2
+    head -5 "$err" >&2
+  done
   exit 77
 fi
 
-CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DNFSX_BUILD_FUZZ=ON \
+echo "fuzz/run.sh: building with $cxx" >&2
+CC=$cc CXX=$cxx cmake -S "$root" -B "$build" -G Ninja -DNFSX_BUILD_FUZZ=ON \
   -DNFSX_BUILD_APPS=OFF >/dev/null
 cmake --build "$build" --target "${targets[@]}"
 

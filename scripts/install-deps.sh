@@ -13,8 +13,9 @@ PKGS=(
   libnfs-utils nfs-ganesha nfs-ganesha-vfs nfs-ganesha-mem iproute2
   # ordinary programs the FUSE tests run on the mount
   tar rsync git sqlite3 fio
-  # libFuzzer and the sanitizer runtimes
-  clang libclang-rt-14-dev
+  # libFuzzer and the sanitizer runtimes: clang 19, the first clang for which libstdc++ 12
+  # defines std::expected (see fuzz/run.sh)
+  clang-19 libclang-rt-19-dev
   # plots for bench/compare.sh
   gnuplot-nox
 )
