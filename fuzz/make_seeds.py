@@ -3,8 +3,9 @@
 
     fuzz/make_seeds.py --out DIR [--vectors tests/data/nfs3-vectors] [--max-bytes N]
 
-Creates DIR/rpc_call_fuzz, DIR/nfs3_reply_fuzz and DIR/record_marking_fuzz, one file per
-seed, named by content hash (re-running is idempotent). Seeds are generated, not
+Creates DIR/TARGET for each fuzz target (rpc_call_fuzz, nfs3_reply_fuzz,
+record_marking_fuzz, and from server_seeds.py server_dispatch_fuzz and exports_parser_fuzz),
+one file per seed, named by content hash (re-running is idempotent). Seeds are generated, not
 committed: thousands of near-identical files would only bloat the repository.
 """
 
@@ -18,8 +19,10 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
+sys.path.insert(0, os.path.join(ROOT, "fuzz"))
 sys.dont_write_bytecode = True  # no scripts/__pycache__ in the source tree
 import extract_vectors  # noqa: E402  (the .vec reader lives with the writer)
+import server_seeds  # noqa: E402
 
 NFS, MOUNT = 100003, 100005
 NUM_NFS_PROCS = 22
@@ -88,6 +91,9 @@ def main():
                 continue
             sizes = bytes(rng.randrange(256) for _ in range(rng.randint(0, 6)))
             seeds["record_marking_fuzz"].add(bytes([len(sizes)]) + sizes + stream)
+
+    seeds["server_dispatch_fuzz"] = server_seeds.server_dispatch_seeds(seeds["rpc_call_fuzz"])
+    seeds["exports_parser_fuzz"] = set(server_seeds.EXPORTS_SEEDS)
 
     for target, blobs in sorted(seeds.items()):
         directory = os.path.join(args.out, target)

@@ -18,7 +18,7 @@ if ! [[ $seconds =~ ^[0-9]+$ ]] || ((seconds == 0)); then
 fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${NFSX_FUZZ_BUILD_DIR:-$root/build-fuzz}
-targets=(record_marking_fuzz rpc_call_fuzz nfs3_reply_fuzz)
+targets=(record_marking_fuzz rpc_call_fuzz nfs3_reply_fuzz server_dispatch_fuzz exports_parser_fuzz)
 
 # The fuzzers link the server, which uses std::expected. Debian 12's libstdc++ 12 defines it
 # only for compilers that report C++20 concepts at level 202002 (__cpp_concepts), which clang
@@ -72,9 +72,11 @@ for target in "${targets[@]}"; do
   mkdir -p "$corpus" "$seeds/$target"
   # libFuzzer's own error exit code is 77, our "skipped": make a failure 1. New inputs go to
   # the first directory (the corpus); the seed directory is only read.
+  dict=()
+  [[ -f $root/fuzz/$target.dict ]] && dict=(-dict="$root/fuzz/$target.dict")
   status=0
   "$build/fuzz/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-    -max_len=65536 -error_exitcode=1 -print_final_stats=1 \
+    -max_len=65536 -error_exitcode=1 -print_final_stats=1 "${dict[@]}" \
     -artifact_prefix="$build/fuzz-artifacts/$target-" "$corpus" "$seeds/$target" \
     >"$log" 2>&1 || status=$?
   # The log may lack any of these (a crash during start-up): no match is not an error.

@@ -59,6 +59,10 @@ class Server {
   const ExportTable& exports() const { return exports_; }
   Core& core() { return *core_; }
   const rpc::Dispatcher& dispatcher() const { return dispatcher_; }
+  // For harnesses that feed call records to the dispatcher without sockets
+  // (fuzz/server_dispatch_fuzz.cc): routing a call (Accept, Run) and registering the port
+  // mapper, which Start() does only once it has bound its port, need it non-const.
+  rpc::Dispatcher& dispatcher_for_testing() { return dispatcher_; }
   const rpc::TcpServer& transport() const { return *transport_; }
 
   // Per-procedure counts and latency, and transport counters, as a table.
