@@ -411,6 +411,13 @@ Parsed<ClientRule> ParseClient(std::string_view spec) {
   if (spec.find_first_not_of(kHostnameChars) != std::string_view::npos) {
     return Bad(fmt::format("bad client '{}'", spec));
   }
+  // A verified client name has no empty label, so "host..example" or ".example" (a typo)
+  // would silently admit nobody. One trailing dot is a fully qualified name.
+  std::string_view labels = spec.ends_with('.') ? spec.substr(0, spec.size() - 1) : spec;
+  if (labels.empty() || labels.front() == '.' || labels.back() == '.' ||
+      labels.find("..") != std::string_view::npos) {
+    return Bad(fmt::format("bad host name '{}': empty label", spec));
+  }
   rule.kind = spec.find_first_of("*?[") == std::string_view::npos ? ClientRule::Kind::kHost
                                                                   : ClientRule::Kind::kWildcard;
   // exports(5) matches patterns against host names only, so "192.168.1.*" would

@@ -558,6 +558,15 @@ TEST(ExportConfigTest, ErrorMalformedClients) {
   EXPECT_EQ(ParseError("/a host(rw)x"), "line 1: missing ')' in 'host(rw)x'");
   EXPECT_EQ(ParseError("/a host(rw(ro))"), "line 1: bad option list in 'host(rw(ro))'");
   EXPECT_EQ(ParseError("/a ho$t"), "line 1: bad client 'ho$t'");
+  // Verified names have no empty label, so these could never match anyone: a typo.
+  // (Found by exports_parser_fuzz: "r.." kept "r." as its name, which no client has.)
+  EXPECT_EQ(ParseError("/a build..example.com"),
+            "line 1: bad host name 'build..example.com': empty label");
+  EXPECT_EQ(ParseError("/a r.."), "line 1: bad host name 'r..': empty label");
+  EXPECT_EQ(ParseError("/a .example.com(rw)"), "line 1: bad host name '.example.com': empty label");
+  EXPECT_EQ(ParseError("/a *..example.com"), "line 1: bad host name '*..example.com': empty label");
+  // One trailing dot is a fully qualified name, and fine.
+  EXPECT_EQ(MustParse("/a host.example.(rw)").exports()[0].clients[0].hostname, "host.example");
   EXPECT_EQ(ParseError(std::string_view("/a h\0st", 7)), "line 1: NUL byte in file");
 }
 
