@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang 19 or newer, seeds them from the captured wire vectors and
-# runs each for SECONDS (default 30).
+# Builds the libFuzzer targets with clang 19 or newer, seeds them (fuzz/make_seeds.py) and
+# runs each for SECONDS (default 30), with fuzz/TARGET.dict as its dictionary if there is one.
 #
-#   fuzz/run.sh [SECONDS]
+#   fuzz/run.sh [SECONDS]        e.g. fuzz/run.sh 3600 for an hour per target
 #
 # Exit status: 0 all targets ran clean, 1 a target crashed or broke an invariant (the
-# reproducer is in BUILD/fuzz-artifacts/), 77 skipped because clang/libFuzzer is missing,
+# reproducer is in BUILD/fuzz-artifacts/), 77 skipped because no suitable clang is there,
 # anything else: the build failed. BUILD is build-fuzz/ in the source tree, or
 # $NFSX_FUZZ_BUILD_DIR. The working corpus in BUILD/fuzz-corpus/ grows across runs.
 # Reproduce a failure with: BUILD/fuzz/TARGET BUILD/fuzz-artifacts/TARGET-crash-...
