@@ -168,6 +168,18 @@ def server_dispatch_seeds(captured_calls):
     seeds.add(records(NET, session[:8]))
     seeds.add(records(V6, session[:8]))
 
+    # Another user at a file that is not theirs (permission checks).
+    seeds.add(records(LOCAL_PRIV, [
+        c.nfs(SETATTR, HANDLE(0) + sattr(mode=0o1777) + u32(0), ROOT),
+        c.nfs(CREATE, dirop(0, "mine") + u32(0) + sattr(mode=0o600)),
+        c.nfs(WRITE, HANDLE(2) + u64(0) + u32(2) + u32(0) + opaque(b"no"), OTHER),
+        c.nfs(READ, HANDLE(2) + u64(0) + u32(10), OTHER),
+        c.nfs(ACCESS, HANDLE(2) + u32(0x3F), OTHER),
+        c.nfs(SETATTR, HANDLE(2) + sattr(mode=0o666) + u32(0), OTHER),
+        c.nfs(REMOVE, dirop(0, "mine"), OTHER),  # sticky root directory
+        c.nfs(RENAME, dirop(0, "mine") + dirop(0, "theirs"), OTHER),
+    ]))
+
     # The same call from every kind of peer (export rules, squashing, secure ports).
     for peer in range(9):
         seeds.add(records(peer, [c.mount(1, string("/fuzz/rw")), c.mount(1, string("/fuzz/ro")),
