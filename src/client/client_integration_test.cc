@@ -446,6 +446,52 @@ TEST_F(ClientFaultTest, ServerRestartMidWriteResendsWhatWasNotCommitted) {
   EXPECT_GE(s.reconnects, 1u);
 }
 
+// A changed verifier makes the client resend what the server may have lost. Those
+// bytes stay the client's until the resend's replies arrive: if the resend fails, a
+// read still shows them and the next fsync sends them again. Before, they were
+// forgotten as the resend began: reads showed what the server had lost them to, and
+// the next fsync returned success over it. (The loss: a failed fsync on the server,
+// which may drop the dirty pages and rotates the file's verifier; the test then puts
+// 0xDB where the data was, as such a loss or a restart would leave it.)
+TEST_F(ClientFaultTest, AFailedResendIsSentAgainByTheNextFsync) {
+  NfsxServer server;
+  std::string why;
+  ASSERT_TRUE(server.Start(&why)) << why;
+  std::string error;
+  auto c = Client::Connect(server.Url(""), &error);
+  ASSERT_TRUE(c.has_value()) << error;
+  std::string data = Pattern(256 << 10, 31);
+  auto f = (*c)->Open("resend.bin", O_CREAT | O_RDWR | O_DIRECT, 0644);
+  ASSERT_TRUE(f.has_value());
+  ASSERT_TRUE((*f)->Pwrite(Bytes(data), 0));  // UNSTABLE, not committed
+  server.faults().FailNext(vfs::FaultOp::kSync, EIO);
+  ASSERT_FALSE((*f)->Fsync().has_value()) << "the failed COMMIT was not reported";
+  {
+    std::ofstream lost(server.dir() + "/resend.bin",
+                       std::ios::in | std::ios::out | std::ios::binary);
+    std::string db(data.size(), '\xDB');
+    lost.write(db.data(), static_cast<std::streamsize>(db.size()));
+    ASSERT_TRUE(lost.good());
+  }
+  server.faults().FailNext(vfs::FaultOp::kWrite, EIO);
+  auto second = (*f)->Fsync();
+  ASSERT_FALSE(second.has_value()) << "the resend's failure was not reported";
+  EXPECT_EQ(second.error().code, EIO);
+
+  auto reader = (*c)->Open("resend.bin", O_RDONLY);
+  ASSERT_TRUE(reader.has_value());
+  std::string seen(data.size(), '\0');
+  auto n = (*reader)->Pread(std::as_writable_bytes(std::span(seen)), 0);
+  ASSERT_TRUE(n.has_value());
+  EXPECT_EQ(*n, data.size());
+  EXPECT_TRUE(seen == data) << "a read showed the bytes the server lost, not ours";
+
+  ASSERT_TRUE((*f)->Fsync());
+  EXPECT_TRUE(DiskFile(server, "resend.bin") == data)
+      << "fsync succeeded, yet the server does not have what we wrote";
+  EXPECT_TRUE((*f)->Close());
+}
+
 // Direct writers of one file run in parallel; COMMITs triggered by the
 // uncommitted-bytes bound run among them. Every byte lands, once.
 TEST_F(ClientFaultTest, ParallelDirectWritersWithCommitsAmongThem) {

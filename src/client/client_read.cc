@@ -192,12 +192,8 @@ Result<void> ClientCore::Fetch(const InodePtr& ino, uint64_t offset, uint64_t le
             // Bytes we wrote and the server has not made stable win over what it
             // answered: it may have lost them in a restart (they go out again at the
             // next COMMIT), and a reader must never see older bytes than we wrote.
-            std::vector<std::byte> ours;
-            if (ino->HasUnstableIn(begin, data.size())) {
-              ours.assign(data.begin(), data.end());
-              ino->OverlayUnstable(begin, ours);
-              data = ours;
-            }
+            std::optional<std::vector<std::byte>> ours = ino->WithUnstable(begin, data);
+            if (ours) data = *ours;
             ino->pages.Fill(begin, data, std::max(file_size, begin + data.size()), ticket);
           }
           ino->reads_in_flight.Finish(c.range);

@@ -344,17 +344,24 @@ Result<void> ClientCore::CommitAndVerify(const InodePtr& ino) {
     // Everything written under the COMMIT's verifier is on disk. The rest was
     // acknowledged by a server instance that is gone (or saw a write-back
     // error): send it again. Extents never overlap, so order does not matter.
+    // They stay recorded until the resend's replies replace them: meanwhile a READ
+    // must still see them over what the server lost, and if the resend fails, the
+    // next fsync must still find them.
     std::vector<Run> again;
     {
       std::lock_guard lock(ino->wb_mu);
-      for (auto& [offset, e] : ino->unstable) {
-        if (e.verf == r->resok.verf) continue;
+      for (auto it = ino->unstable.begin(); it != ino->unstable.end();) {
+        const UnstableExtent& e = it->second;
+        if (e.verf == r->resok.verf) {
+          ino->unstable_bytes -= e.len;
+          it = ino->unstable.erase(it);
+          continue;
+        }
         auto first = e.data->begin() + static_cast<ptrdiff_t>(e.begin);
-        again.emplace_back(offset, std::make_shared<std::vector<std::byte>>(
-                                       first, first + static_cast<ptrdiff_t>(e.len)));
+        again.emplace_back(it->first, std::make_shared<std::vector<std::byte>>(
+                                          first, first + static_cast<ptrdiff_t>(e.len)));
+        ++it;
       }
-      ino->unstable.clear();
-      ino->unstable_bytes = 0;
     }
     if (again.empty()) return {};
     log::Info("client: write verifier changed (server restart?): resending {} writes of file {}",

@@ -87,30 +87,22 @@ void Inode::TrimUnstable(uint64_t from, uint64_t to) {
   }
 }
 
-bool Inode::HasUnstableIn(uint64_t offset, uint64_t len) {
+std::optional<std::vector<std::byte>> Inode::WithUnstable(uint64_t offset,
+                                                          std::span<const std::byte> data) {
   std::lock_guard lock(wb_mu);
-  if (unstable.empty() || len == 0) return false;
-  auto it = unstable.lower_bound(offset + len);  // the first extent past the range
-  if (it == unstable.begin()) return false;
-  --it;
-  return it->first + it->second.len > offset;
-}
-
-bool Inode::OverlayUnstable(uint64_t offset, std::span<std::byte> out) {
-  std::lock_guard lock(wb_mu);
-  uint64_t end = offset + out.size();
+  uint64_t end = offset + data.size();
   auto it = unstable.lower_bound(offset);
   if (it != unstable.begin()) --it;  // the extent before may reach into the range
-  bool any = false;
+  std::optional<std::vector<std::byte>> out;
   for (; it != unstable.end() && it->first < end; ++it) {
     uint64_t b = std::max(it->first, offset);
     uint64_t e = std::min(it->first + it->second.len, end);
     if (b >= e) continue;
+    if (!out) out.emplace(data.begin(), data.end());
     const UnstableExtent& x = it->second;
-    std::memcpy(out.data() + (b - offset), x.data->data() + x.begin + (b - it->first), e - b);
-    any = true;
+    std::memcpy(out->data() + (b - offset), x.data->data() + x.begin + (b - it->first), e - b);
   }
-  return any;
+  return out;
 }
 
 void Inode::AddUnstable(uint64_t offset, UnstableExtent e) {

@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -121,12 +122,13 @@ class Inode {
   void AddUnstable(uint64_t offset, UnstableExtent e);
   // REQUIRES: wb_mu. Forgets unstable bytes in [from, to).
   void TrimUnstable(uint64_t from, uint64_t to);
-  // Copies the unstable bytes that fall in [offset, offset + out.size()) over `out`;
-  // false if there were none. A READ answered by a server that lost them (it restarted
-  // before our COMMIT) must not show older bytes than we wrote: until a COMMIT makes
-  // them stable or resends them, ours are the file's (takes wb_mu).
-  bool OverlayUnstable(uint64_t offset, std::span<std::byte> out);
-  bool HasUnstableIn(uint64_t offset, uint64_t len);
+  // `data` (bytes from `offset` on, as a READ returned them) with the unstable bytes
+  // that fall in its range copied over it, or nothing if none do. A READ answered by a
+  // server that lost them (it restarted before our COMMIT) must not show older bytes
+  // than we wrote: until a COMMIT makes them stable or resends them, ours are the
+  // file's (takes wb_mu; one lookup, and a copy only when they overlap).
+  std::optional<std::vector<std::byte>> WithUnstable(uint64_t offset,
+                                                     std::span<const std::byte> data);
   // The identity of the last buffered write made under an ActingAs guard: write-back
   // of the file's dirty pages carries it. GUARDED_BY(wb_mu).
   std::optional<rpc::Credential> writer;

@@ -134,25 +134,29 @@ TEST_F(InodeTimerTest, UnstableBytesOverlayWhatAReadReturns) {
     ino_.AddUnstable(100, {buf(50, 0xAA), 0, 50, {}});
     ino_.AddUnstable(200, {buf(64, 0xBB), 10, 20, {}});  // bytes 10..29 of its buffer
   }
-  EXPECT_FALSE(ino_.HasUnstableIn(0, 100));
-  EXPECT_TRUE(ino_.HasUnstableIn(0, 101));
-  EXPECT_TRUE(ino_.HasUnstableIn(149, 10));
-  EXPECT_FALSE(ino_.HasUnstableIn(150, 50));
-  EXPECT_TRUE(ino_.HasUnstableIn(219, 1));
-  EXPECT_FALSE(ino_.HasUnstableIn(220, 1000));
+  std::vector<std::byte> server(1000, std::byte{0xDB});  // as a restarted server has them
+  auto span = [&](uint64_t offset, size_t n) {
+    return std::span<const std::byte>(server).subspan(offset, n);
+  };
+  EXPECT_FALSE(ino_.WithUnstable(0, span(0, 100)));
+  EXPECT_TRUE(ino_.WithUnstable(0, span(0, 101)));
+  EXPECT_TRUE(ino_.WithUnstable(149, span(149, 10)));
+  EXPECT_FALSE(ino_.WithUnstable(150, span(150, 50)));
+  EXPECT_TRUE(ino_.WithUnstable(219, span(219, 1)));
+  EXPECT_FALSE(ino_.WithUnstable(220, span(220, 780)));
 
-  std::vector<std::byte> read(200, std::byte{0xDB});  // bytes 90..289 as the server has them
-  ASSERT_TRUE(ino_.OverlayUnstable(90, read));
-  for (size_t i = 0; i < read.size(); ++i) {
+  auto read = ino_.WithUnstable(90, span(90, 200));  // bytes 90..289
+  ASSERT_TRUE(read);
+  ASSERT_EQ(read->size(), 200u);
+  for (size_t i = 0; i < read->size(); ++i) {
     uint64_t at = 90 + i;
     std::byte want{0xDB};
     if (at >= 100 && at < 150) want = std::byte{0xAA};
     if (at >= 200 && at < 220) want = std::byte{0xBB};
-    ASSERT_EQ(read[i], want) << "at " << at;
+    ASSERT_EQ((*read)[i], want) << "at " << at;
   }
-  std::vector<std::byte> none(10, std::byte{0});
-  EXPECT_FALSE(ino_.OverlayUnstable(150, none));
-  EXPECT_EQ(none, std::vector<std::byte>(10, std::byte{0}));
+  EXPECT_EQ(server, std::vector<std::byte>(1000, std::byte{0xDB}))
+      << "the READ's bytes were changed";
 }
 
 }  // namespace
