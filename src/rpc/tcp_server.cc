@@ -25,6 +25,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// What a connection quiet for a second keeps of its receive buffer (a call of up to
+// this size needs no allocation).
+constexpr size_t kQuietReceiveBuffer = 64u << 10;
+
 // Every fd in an epoll set points at one of these.
 struct EpollItem {
   virtual ~EpollItem() = default;
@@ -67,6 +71,10 @@ class TcpServer::Connection : public EpollItem,
   void Send(OutBuffer reply);
   void Close(const char* why);
   bool Idle(Clock::time_point now, const TcpServerOptions& o, const char** why) const;
+  // Frees a large receive buffer once the connection has been quiet for a while: it is
+  // kept between calls for a client that sends large ones, but thousands of idle
+  // connections must not each keep a megabyte (I/O thread).
+  void ShrinkIfQuiet(Clock::time_point now);
 
   int fd() const { return fd_; }
   const Peer& peer() const { return peer_; }
@@ -87,11 +95,15 @@ class TcpServer::Connection : public EpollItem,
   void FlushLocked();
   void UpdateInterestLocked();
   bool ShouldPauseLocked() const;
+  // Brings the server's count of receive-buffer bytes in line with reader_ (I/O thread).
+  void CountReceiveBuffer();
 
   IoThread* thread_;
   int fd_;
   Peer peer_;
-  RecordReader reader_;  // I/O thread only
+  RecordReader reader_;          // I/O thread only
+  size_t receive_counted_ = 0;   // reader_'s capacity as counted in the server's counters
+  bool receive_closed_ = false;  // closed: reader_ counts for nothing (I/O thread)
   Clock::time_point last_activity_;
   Clock::time_point last_progress_;
 
@@ -277,7 +289,11 @@ void TcpServer::IoThread::Tick() {
   std::vector<std::pair<std::shared_ptr<Connection>, const char*>> doomed;
   for (auto& [fd, conn] : conns_) {
     const char* why = nullptr;
-    if (conn->Idle(now, server_->options_, &why)) doomed.emplace_back(conn, why);
+    if (conn->Idle(now, server_->options_, &why)) {
+      doomed.emplace_back(conn, why);
+    } else {
+      conn->ShrinkIfQuiet(now);
+    }
   }
   for (auto& [conn, why] : doomed) conn->Close(why);
 }
@@ -381,6 +397,7 @@ void TcpServer::Connection::ReadAndDispatch() {
       if (held_) break;
     }
     std::span<std::byte> space = reader_.PrepareWrite();
+    CountReceiveBuffer();
     ssize_t n = ::read(fd_, space.data(), space.size());
     if (n == 0) return end("peer closed");
     if (n < 0) {
@@ -398,6 +415,31 @@ void TcpServer::Connection::ReadAndDispatch() {
   if (closed_) return;
   FlushLocked();
   if (!reader_.HasPartial()) reader_.ShrinkIfIdle(1u << 20);
+  CountReceiveBuffer();
+}
+
+void TcpServer::Connection::CountReceiveBuffer() {
+  size_t now = receive_closed_ ? 0 : reader_.capacity();
+  if (now == receive_counted_) return;
+  auto& counters = thread_->server()->counters_;
+  if (now > receive_counted_) {
+    uint64_t total =
+        counters.receive_buffer_bytes.fetch_add(now - receive_counted_) + (now - receive_counted_);
+    uint64_t seen = counters.receive_buffer_peak.load(std::memory_order_relaxed);
+    while (total > seen && !counters.receive_buffer_peak.compare_exchange_weak(seen, total)) {
+    }
+  } else {
+    counters.receive_buffer_bytes.fetch_sub(receive_counted_ - now);
+  }
+  receive_counted_ = now;
+}
+
+void TcpServer::Connection::ShrinkIfQuiet(Clock::time_point now) {
+  if (receive_counted_ <= kQuietReceiveBuffer || now - last_activity_ < std::chrono::seconds(1)) {
+    return;
+  }
+  reader_.ShrinkIfIdle(kQuietReceiveBuffer);
+  CountReceiveBuffer();
 }
 
 void TcpServer::Connection::RunHeld() {
@@ -619,6 +661,8 @@ void TcpServer::Connection::Close(const char* why) {
     thread_->Remove(fd_);
     ::shutdown(fd_, SHUT_RDWR);
   }
+  receive_closed_ = true;
+  CountReceiveBuffer();
   TcpServer* server = thread_->server();
   server->counters_.open.fetch_sub(1);
   if (std::strcmp(why, "stalled in the middle of a record") == 0) {

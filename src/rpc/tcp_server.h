@@ -58,6 +58,11 @@ struct TcpServerCounters {
   std::atomic<uint64_t> closed_not_reading{0};       // replies unread for send_timeout
   std::atomic<uint64_t> queued_reply_bytes_peak{0};  // most queued on one connection
   std::atomic<uint64_t> memory_holds{0};  // connections held because max_reply_memory was spent
+  // Receive buffers of all connections now (a call is assembled whole in one), and at
+  // most so far. Not in max_reply_memory: bounded by max_connections x max_record, and
+  // a connection quiet for a second keeps at most 64 KiB.
+  std::atomic<uint64_t> receive_buffer_bytes{0};
+  std::atomic<uint64_t> receive_buffer_peak{0};
 };
 
 class TcpServer {

@@ -405,6 +405,52 @@ TEST(TcpLimitTest, PipelinedCallsWithBigRepliesStayUnderTheReplyCap) {
   server.Stop();
 }
 
+// A connection that received a large call keeps its buffer for the next one, but not
+// once it has been quiet for a second: idle connections that each sent one 512 KiB
+// WRITE once must not keep up to a megabyte each (4096 of them: 4 GiB) for as long as
+// they stay connected. The connections stay open and keep being served.
+TEST(TcpLimitTest, QuietConnectionsGiveTheirLargeReceiveBuffersBack) {
+  constexpr int kClients = 8;
+  Dispatcher dispatcher;
+  dispatcher.Register(NullEchoAndBig());
+  TcpServer server(dispatcher, TcpServerOptions{});
+  auto port = server.Listen("127.0.0.1", 0);
+  ASSERT_TRUE(port.has_value());
+  server.Start();
+  std::vector<std::unique_ptr<RpcClient>> clients;
+  // Half a MiB: a buffer of up to 1 MiB is kept after a call (larger ones are freed at once).
+  std::vector<std::byte> payload(512 << 10, std::byte{7});
+  for (int i = 0; i < kClients; ++i) {
+    auto c = RpcClient::Connect("127.0.0.1", *port);
+    ASSERT_TRUE(c.has_value());
+    auto r = (*c)->CallSync(kProg, kVers, kEcho, {}, [&](xdr::XdrEncoder& e) { e.Bytes(payload); });
+    ASSERT_TRUE(r.has_value() && r->header.ok());
+    clients.push_back(std::move(*c));
+  }
+  // At least one was kept past its call (all of them, unless a second went by meanwhile).
+  EXPECT_GE(server.counters().receive_buffer_peak.load(), payload.size());
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (server.counters().receive_buffer_bytes.load() > kClients * (64u << 10) &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_LE(server.counters().receive_buffer_bytes.load(), kClients * (64u << 10))
+      << "quiet connections kept their large receive buffers";
+  EXPECT_EQ(server.counters().open.load(), static_cast<uint64_t>(kClients));
+  for (auto& c : clients) {
+    auto r = c->CallSync(kProg, kVers, kEcho, {}, [&](xdr::XdrEncoder& e) { e.Bytes(payload); });
+    ASSERT_TRUE(r.has_value() && r->header.ok()) << "a connection was not served after shrinking";
+  }
+  clients.clear();
+  until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (server.counters().receive_buffer_bytes.load() > 0 &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(server.counters().receive_buffer_bytes.load(), 0u) << "closed connections still count";
+  server.Stop();
+}
+
 // Several connections, each under its own cap, together over the shared budget: the
 // server holds their calls once the budget is spent (before, each queued up to its cap:
 // 3 x 8 MiB here), a client that waits for each answer is still served, and once the

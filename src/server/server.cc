@@ -162,6 +162,8 @@ std::string Server::StatsReport() const {
   out += fmt::format("reply memory {} KiB, peak {} KiB; connections held for it {} times\n",
                      transport_->reply_memory() >> 10, transport_->reply_memory_peak() >> 10,
                      c.memory_holds.load());
+  out += fmt::format("receive buffers {} KiB, peak {} KiB\n", c.receive_buffer_bytes.load() >> 10,
+                     c.receive_buffer_peak.load() >> 10);
   out += fmt::format("calls refused {}, verifier rotations {}\n", dispatcher_.garbage_calls(),
                      core_->verifiers().rotations());
   auto drc = dispatcher_.drc().stats();
