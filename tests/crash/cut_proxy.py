@@ -7,8 +7,11 @@ Listens on 127.0.0.1 at one port per TARGET_PORT (ports the kernel picks, writte
 PORTS_FILE in TARGET order once listening) and forwards to 127.0.0.1:TARGET_PORT.
 SIGUSR1 cuts hard: every connection is reset and the ports refuse connections for
 SECONDS. SIGUSR2 cuts silently: for SECONDS everything sent either way is thrown away
-(new connections too), then every connection is reset. After each cut a line goes to
-CUTS_FILE, so the test knows when the network is back.
+(new connections too), then every connection is reset. SIGHUP tears a record: the next
+chunk either way (a call or a reply) is forwarded only up to a byte that cannot end an
+RPC record (records are whole 4-byte XDR units), then the cut goes on as SIGUSR1's; if
+nothing flows for a second, it cuts anyway. After each cut a line goes to CUTS_FILE, so
+the test knows when the network is back.
 """
 import asyncio
 import os
@@ -26,6 +29,7 @@ class Proxy:
         self.connections = set()  # the transports of both sides of every connection
         self.silent = False
         self.cutting = False
+        self.tear = None  # a future the next chunk completes, once it is torn
 
     async def listen(self):
         self.servers = []
@@ -52,11 +56,23 @@ class Proxy:
                 t.abort()
 
     async def pump(self, src, dst):
+        sent = 0  # bytes of this direction's stream forwarded
         try:
             while data := await src.read(1 << 16):
+                if self.tear is not None and not self.tear.done() and len(data) > 1:
+                    # Up to a byte that is not at a record boundary (those lie at
+                    # multiples of 4 in the stream): the peer gets part of a record.
+                    keep = len(data) // 2
+                    if (sent + keep) % 4 == 0:
+                        keep += 1 if keep + 1 < len(data) else -1
+                    dst.write(data[:keep])
+                    await dst.drain()
+                    self.tear.set_result(keep)
+                    return
                 if not self.silent:
                     dst.write(data)
                     await dst.drain()
+                    sent += len(data)
         except (ConnectionError, OSError):
             pass
         finally:
@@ -67,10 +83,18 @@ class Proxy:
             t.abort()
         self.connections.clear()
 
-    async def cut(self, silent):
+    async def cut(self, silent, torn=False):
         if self.cutting:
             return
         self.cutting = True
+        what = "silent" if silent else "reset"
+        if torn:
+            self.tear = asyncio.get_running_loop().create_future()
+            try:
+                what = f"torn after {await asyncio.wait_for(asyncio.shield(self.tear), 1.0)} bytes"
+            except asyncio.TimeoutError:
+                what = "torn: nothing flowed"
+            self.tear = None
         if silent:
             self.silent = True
             await asyncio.sleep(self.seconds)
@@ -84,7 +108,7 @@ class Proxy:
             await self.listen()
         self.cutting = False
         with open(self.cuts_file, "a") as f:
-            f.write("silent\n" if silent else "reset\n")
+            f.write(what + "\n")
 
 
 async def main():
@@ -97,6 +121,7 @@ async def main():
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGUSR1, lambda: asyncio.ensure_future(proxy.cut(False)))
     loop.add_signal_handler(signal.SIGUSR2, lambda: asyncio.ensure_future(proxy.cut(True)))
+    loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(proxy.cut(False, True)))
     stop = asyncio.Event()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     await stop.wait()
