@@ -137,7 +137,8 @@ class Inode {
   std::condition_variable wb_cv;
   // One flusher at a time: sends are ordered, so a resend never overtakes newer data.
   // O_DIRECT writes hold it shared: they run in parallel with each other, but never
-  // while a COMMIT's verifier check (which forgets every recorded extent) is running.
+  // while a COMMIT's verifier check (which forgets the extents it covered and resends
+  // the rest) is running.
   std::shared_mutex flush_mu;
   std::atomic<uint64_t> dirty_bytes{0};
   // Serialises O_APPEND writes of this client so each lands at the end.

@@ -427,8 +427,8 @@ TEST(TcpLimitTest, QuietConnectionsGiveTheirLargeReceiveBuffersBack) {
     ASSERT_TRUE(r.has_value() && r->header.ok());
     clients.push_back(std::move(*c));
   }
-  // At least one was kept past its call (all of them, unless a second went by meanwhile).
-  EXPECT_GE(server.counters().receive_buffer_peak.load(), payload.size());
+  // Each kept its buffer of about 512 KiB past its call, for a second at least: with the
+  // shrink disabled the wait below ends with 8 x ~460 KiB still counted.
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (server.counters().receive_buffer_bytes.load() > kClients * (64u << 10) &&
          std::chrono::steady_clock::now() < until) {
@@ -492,8 +492,11 @@ TEST(TcpLimitTest, ConnectionsTogetherStayWithinTheReplyMemoryBudget) {
       << "every reply went out, yet bytes are still counted";
   // Hogs that hang up with their replies unread give the budget back too.
   for (int fd : hogs) PipelineBigCalls(fd, kCalls);
-  RecordsOnceQuiet(server);
-  EXPECT_GT(server.reply_memory(), 0u);
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (server.reply_memory() == 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GT(server.reply_memory(), 0u) << "the hogs' calls never ran: the rest tests nothing";
   for (int fd : hogs) close(fd);
   EXPECT_EQ(ReplyMemoryOnceDrained(server), 0u) << "closed connections still count";
   server.Stop();
