@@ -27,6 +27,15 @@ std::string Show(const std::optional<double>& v, int decimals) {
   return v ? Fixed(*v, decimals) : "n/a";
 }
 
+// A target judged on two figures, the nfsx server's and Ganesha's: met only when both
+// were measured and pass; missed as soon as one measured figure fails.
+Verdict BothSides(const std::optional<double>& a, const std::optional<double>& b,
+                  const std::function<bool(double)>& good) {
+  if ((a && !good(*a)) || (b && !good(*b))) return Verdict::kMissed;
+  if (!a || !b) return Verdict::kNotMeasured;
+  return Verdict::kMet;
+}
+
 // The IOPS of the last point (the most threads) of a random workload.
 std::optional<double> TopIops(const RunData& d, const std::string& system, const std::string& c) {
   const Json& doc = d.Doc(system, c);
@@ -51,7 +60,7 @@ TargetResult ServerRatio(
     bool lower_is_better) {
   TargetResult t;
   t.target = target;
-  bool all = true, any = false;
+  bool all = true, missing = false;
   std::string value;
   for (auto [ours, theirs, client] : {std::tuple{kSubject, kGaneshaNfsx, "nfsx client"},
                                       std::tuple{kNfsxLibnfs, kGaneshaLibnfs, "libnfs client"}}) {
@@ -59,10 +68,10 @@ TargetResult ServerRatio(
     auto b = figure(theirs);
     if (!a || !b || *b == 0 || *a == 0) {
       value += fmt::format("{}: n/a; ", client);
+      missing = true;
       continue;
     }
     double ratio = lower_is_better ? *b / *a : *a / *b;
-    any = true;
     bool ok = ratio >= want;
     all = all && ok;
     value += fmt::format("{}: {} vs {} = {:.2f}x; ", client, Sig(*a), Sig(*b), ratio);
@@ -70,7 +79,9 @@ TargetResult ServerRatio(
   }
   if (value.size() >= 2) value.resize(value.size() - 2);
   t.value = value;
-  t.verdict = !any ? Verdict::kNotMeasured : (all ? Verdict::kMet : Verdict::kMissed);
+  // Met only when both clients measured it: one client's figure alone says nothing of
+  // the other's.
+  t.verdict = !all ? Verdict::kMissed : (missing ? Verdict::kNotMeasured : Verdict::kMet);
   return t;
 }
 
@@ -99,9 +110,7 @@ std::vector<TargetResult> EvaluateTargets(const RunData& d, const std::vector<Me
     auto a = Get(d, kSubject, "iozone", "reread_reads");
     auto b = Get(d, kGaneshaNfsx, "iozone", "reread_reads");
     t.value = fmt::format("nfsx server: {}; Ganesha: {}", Show(a, 0), Show(b, 0));
-    t.verdict =
-        !a && !b ? Verdict::kNotMeasured
-                 : ((a.value_or(0) == 0 && b.value_or(0) == 0) ? Verdict::kMet : Verdict::kMissed);
+    t.verdict = BothSides(a, b, [](double reads) { return reads == 0; });
     if (a && *a) t.profile.push_back({"iozone", kSubject});
     if (b && *b) t.profile.push_back({"iozone", kGaneshaNfsx});
     out.push_back(std::move(t));
@@ -112,10 +121,9 @@ std::vector<TargetResult> EvaluateTargets(const RunData& d, const std::vector<Me
     auto a = Get(d, kSubject, "throughput", "wire_write_bytes_per_app_byte");
     auto b = Get(d, kGaneshaNfsx, "throughput", "wire_write_bytes_per_app_byte");
     t.value = fmt::format("nfsx client on nfsx server: {}; on Ganesha: {}", Show(a, 3), Show(b, 3));
-    auto good = [](const std::optional<double>& v) { return !v || std::fabs(*v - 1) < 0.005; };
-    t.verdict =
-        !a && !b ? Verdict::kNotMeasured : (good(a) && good(b) ? Verdict::kMet : Verdict::kMissed);
-    if (!good(a)) t.profile.push_back({"throughput", kSubject});
+    auto good = [](double v) { return std::fabs(v - 1) < 0.005; };
+    t.verdict = BothSides(a, b, good);
+    if (a && !good(*a)) t.profile.push_back({"throughput", kSubject});
     out.push_back(std::move(t));
   }
   {  // Seed 001.
@@ -129,10 +137,9 @@ std::vector<TargetResult> EvaluateTargets(const RunData& d, const std::vector<Me
         "RPCs/append: {} (nfsx server), {} (Ganesha); time vs naive: one open {}, "
         "open/close per write {}",
         Show(a, 3), Show(b, 3), Show(ra, 3), Show(rb, 3));
-    auto good = [](const std::optional<double>& v) { return !v || *v <= 1.01; };
-    t.verdict =
-        !a && !b ? Verdict::kNotMeasured : (good(a) && good(b) ? Verdict::kMet : Verdict::kMissed);
-    if (!good(a)) t.profile.push_back({"append", kSubject});
+    auto good = [](double v) { return v <= 1.01; };
+    t.verdict = BothSides(a, b, good);
+    if (a && !good(*a)) t.profile.push_back({"append", kSubject});
     out.push_back(std::move(t));
   }
   {

@@ -12,6 +12,8 @@
 
 #include "bench/driver.h"
 #include "bench/json.h"
+#include "bench/report_data.h"
+#include "bench/report_targets.h"
 #include "bench/units.h"
 
 namespace nfsx::bench {
@@ -85,6 +87,67 @@ TEST(JsonValue, RoundTrips) {
   EXPECT_EQ(back->Dump(), j.Dump());
   EXPECT_EQ(back->Path("c").AsArray()[0].AsNumber(), 2.5);
   EXPECT_FALSE(Json::Parse("{\"a\": }", &error));
+}
+
+// Targets read "met" only when every side they compare was measured: one client's ratio,
+// or the nfsx server's figure alone, says nothing of the other side (issue #11: a missing
+// figure used to count as good).
+class Targets : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) / ("nfsx-targets-" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "systems.tsv") << kSubject << "\tsubject\n"
+                                        << kGaneshaNfsx << "\tganesha\n"
+                                        << kNfsxLibnfs << "\tlibnfs\n"
+                                        << kGaneshaLibnfs << "\tganesha libnfs\n";
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  void Put(const std::string& system, const std::string& test_case, const std::string& results) {
+    fs::create_directories(dir_ / system);
+    std::ofstream(dir_ / system / (test_case + ".json"))
+        << R"({"ok": true, "results": )" << results << "}";
+  }
+  static std::string Iops(double iops) {
+    return R"({"points": [{"threads": 16, "iops": )" + std::to_string(iops) + "}]}";
+  }
+  Verdict Judge(const std::string& starts_with) {
+    RunData d;
+    std::string error;
+    EXPECT_TRUE(d.Load(dir_.string(), &error)) << error;
+    for (const TargetResult& t : EvaluateTargets(d, BuildMetrics(d))) {
+      if (t.target.starts_with(starts_with)) return t.verdict;
+    }
+    ADD_FAILURE() << "no target " << starts_with;
+    return Verdict::kMet;
+  }
+  fs::path dir_;
+};
+
+TEST_F(Targets, AServerRatioNeedsBothClients) {
+  const char* target = "nfsx server vs Ganesha, same client: >= 2x IOPS, 4 KiB random write";
+  Put(kSubject, "randwrite", Iops(30000));
+  Put(kGaneshaNfsx, "randwrite", Iops(10000));
+  EXPECT_EQ(Judge(target), Verdict::kNotMeasured) << "met with the libnfs pair not measured";
+  Put(kNfsxLibnfs, "randwrite", Iops(15000));
+  Put(kGaneshaLibnfs, "randwrite", Iops(10000));
+  EXPECT_EQ(Judge(target), Verdict::kMissed) << "1.5x with libnfs";
+  Put(kNfsxLibnfs, "randwrite", Iops(25000));
+  EXPECT_EQ(Judge(target), Verdict::kMet);
+}
+
+TEST_F(Targets, ASeedTargetNeedsBothServers) {
+  const char* target = "Reread phase READ count";
+  Put(kSubject, "iozone", R"({"reread_reads": 0})");
+  EXPECT_EQ(Judge(target), Verdict::kNotMeasured) << "met with Ganesha not measured";
+  Put(kGaneshaNfsx, "iozone", R"({"reread_reads": 3})");
+  EXPECT_EQ(Judge(target), Verdict::kMissed);
+  Put(kGaneshaNfsx, "iozone", R"({"reread_reads": 0})");
+  EXPECT_EQ(Judge(target), Verdict::kMet);
 }
 
 TEST_F(BenchCli, IozoneBufferedRereadsSendNoRead) {
