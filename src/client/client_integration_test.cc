@@ -5,6 +5,7 @@
 #include <atomic>
 #include <fstream>
 #include <iostream>
+#include <latch>
 #include <random>
 #include <regex>
 #include <thread>
@@ -490,6 +491,46 @@ TEST_F(ClientFaultTest, AFailedResendIsSentAgainByTheNextFsync) {
   EXPECT_TRUE(DiskFile(server, "resend.bin") == data)
       << "fsync succeeded, yet the server does not have what we wrote";
   EXPECT_TRUE((*f)->Close());
+}
+
+// A truncate racing an fsync that resends data past the new end: the resend must not
+// land after the truncate and grow the file back, and what is kept must be ours.
+// (Truncate flushes first, which waits out a running fsync; the window left is a COMMIT
+// sent in the microseconds between that flush and the SETATTR, which this has not hit.)
+TEST_F(ClientFaultTest, ATruncateRacingAResendLeavesTheFileAtItsNewSize) {
+  NfsxServer server;
+  std::string why;
+  ASSERT_TRUE(server.Start(&why)) << why;
+  std::string error;
+  auto c = Client::Connect(server.Url(""), &error);
+  ASSERT_TRUE(c.has_value()) << error;
+  constexpr size_t kKeep = 4096;
+  int regrown = 0;
+  for (int round = 0; round < 30; ++round) {
+    std::string name = "race" + std::to_string(round) + ".bin";
+    auto f = (*c)->Open(name, O_CREAT | O_RDWR | O_DIRECT, 0644);
+    ASSERT_TRUE(f.has_value());
+    std::string data = Pattern(256 << 10, static_cast<uint32_t>(round));
+    ASSERT_TRUE((*f)->Pwrite(Bytes(data), 0));  // UNSTABLE
+    // A failed fsync on the server rotates the file's verifier: the next COMMIT makes
+    // the client resend all 256 KiB.
+    server.faults().FailNext(vfs::FaultOp::kSync, EIO);
+    ASSERT_FALSE((*f)->Fsync().has_value());
+    std::latch go(2);
+    std::thread syncer([&] {
+      go.arrive_and_wait();
+      EXPECT_TRUE((*f)->Fsync());
+    });
+    go.arrive_and_wait();
+    EXPECT_TRUE((*f)->Ftruncate(kKeep));
+    syncer.join();
+    ASSERT_TRUE((*f)->Fsync());
+    std::string disk = DiskFile(server, name);
+    if (disk.size() != kKeep) ++regrown;
+    EXPECT_TRUE(disk.size() != kKeep || disk == data.substr(0, kKeep)) << "round " << round;
+    EXPECT_TRUE((*f)->Close());
+  }
+  EXPECT_EQ(regrown, 0) << "a resend landed after the truncate and grew the file back";
 }
 
 // Direct writers of one file run in parallel; COMMITs triggered by the
