@@ -493,6 +493,53 @@ TEST_F(ClientFaultTest, AFailedResendIsSentAgainByTheNextFsync) {
   EXPECT_TRUE((*f)->Close());
 }
 
+// O_DIRECT data kept for a resend goes out again as the user who wrote it, whichever
+// thread resends it: in a mount a COMMIT after a restart may run on a flush-pool thread
+// or in another user's close. Before, only buffered writes recorded their writer, and a
+// resend of direct data went out as the client's own identity: refused, for ever.
+TEST_F(ClientFaultTest, DirectDataIsResentAsItsWriter) {
+  NfsxServer server;
+  std::string why;
+  ASSERT_TRUE(server.Start(&why)) << why;
+  std::string error;
+  auto root = Client::Connect(server.Url(""), &error);
+  ASSERT_TRUE(root.has_value()) << error;
+  SetAttrs sticky;
+  sticky.mode = 01777;
+  ASSERT_TRUE((*root)->SetAttr("", sticky));
+  ClientOptions o;
+  o.uid = 65533;  // the client's own identity may not write the file below
+  o.gid = 65533;
+  auto c = Client::Connect(server.Url(""), o, &error);
+  ASSERT_TRUE(c.has_value()) << error;
+  rpc::Credential nobody;
+  nobody.flavor = rpc::auth_flavor::AUTH_SYS;
+  nobody.machinename = "test";
+  nobody.uid = 65534;
+  nobody.gid = 65534;
+  std::string data = Pattern(128 << 10, 9);
+  std::unique_ptr<File> f;
+  {
+    ActingAs as(nobody);
+    auto opened = (*c)->Open("direct-nobody", O_CREAT | O_RDWR | O_DIRECT, 0600);
+    ASSERT_TRUE(opened.has_value()) << "errno " << opened.error().code;
+    f = std::move(*opened);
+    ASSERT_TRUE(f->Pwrite(Bytes(data), 0));  // UNSTABLE, kept for a resend
+    // A write-back error on the server rotates the file's verifier: what is kept must
+    // be sent again.
+    server.faults().FailNext(vfs::FaultOp::kSync, EIO);
+    ASSERT_FALSE(f->Fsync().has_value());
+  }
+  std::thread other([&] {
+    auto synced = f->Fsync();  // outside the guard, as a flush-pool thread would
+    EXPECT_TRUE(synced.has_value()) << "the resend was refused: errno " << synced.error().code;
+  });
+  other.join();
+  EXPECT_TRUE(DiskFile(server, "direct-nobody") == data);
+  ActingAs as(nobody);
+  EXPECT_TRUE(f->Close());
+}
+
 // A truncate racing an fsync that resends data past the new end: the resend must not
 // land after the truncate and grow the file back, and what is kept must be ours.
 // (Truncate flushes first, which waits out a running fsync; the window left is a COMMIT

@@ -33,6 +33,17 @@ class AsLastWriter {
   std::optional<rpc::Credential> who_;
   std::optional<ActingAs> as_;
 };
+
+// REQUIRES: ino.wb_mu. The calling thread's identity becomes the file's last writer, so
+// that write-back and resends (from any thread) carry it.
+void NoteWriterLocked(Inode& ino) {
+  const rpc::Credential* who = ActingAs::Current();
+  if (!who) return;
+  if (!ino.writer || ino.writer->uid != who->uid || ino.writer->gid != who->gid ||
+      !std::ranges::equal(ino.writer->groups(), who->groups())) {
+    ino.writer = *who;
+  }
+}
 }  // namespace
 
 Result<size_t> ClientCore::Write(const InodePtr& ino, uint64_t offset,
@@ -52,12 +63,7 @@ Result<size_t> ClientCore::Write(const InodePtr& ino, uint64_t offset,
       uint64_t first = offset / kPageSize, last = (offset + data.size() - 1) / kPageSize;
       if (conflict >= 0) last = static_cast<uint64_t>(conflict);
       for (uint64_t p = first; p <= last; ++p) ino->dirty_pages.insert(p);
-      if (const rpc::Credential* who = ActingAs::Current()) {
-        if (!ino->writer || ino->writer->uid != who->uid || ino->writer->gid != who->gid ||
-            !std::ranges::equal(ino->writer->groups(), who->groups())) {
-          ino->writer = *who;
-        }
-      }
+      NoteWriterLocked(*ino);
     }
     if (conflict < 0) break;
     // A page holds dirty bytes the new ones do not touch: send them first.
@@ -387,6 +393,13 @@ Result<size_t> ClientCore::WriteDirect(const InodePtr& ino, uint64_t offset,
     // Cached dirty data of the file goes first, so the direct write lands after it.
     std::lock_guard fl(ino->flush_mu);
     if (auto s = SendDirty(ino, UNSTABLE); !s) return std::unexpected(s.error());
+  }
+  {
+    // Its data is kept for a resend, which may run on another thread (a COMMIT after a
+    // restart, from a flush pool or another user's close): it must go out as this writer.
+    // After the dirty data above, which went out as its own writer.
+    std::lock_guard lock(ino->wb_mu);
+    NoteWriterLocked(*ino);
   }
   {
     std::shared_lock fl(ino->flush_mu);  // many direct writers of one file at once
