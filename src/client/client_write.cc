@@ -6,6 +6,9 @@
 // it. After a COMMIT only extents whose verifier differs are sent again, so
 // with a server that did not restart every byte crosses the wire once, and
 // with one that did, nothing acknowledged is lost (seeds 003, 004).
+#include <chrono>
+#include <thread>
+
 #include "base/interruption.h"
 #include "base/logging.h"
 #include "base/set_id_bits.h"
@@ -449,6 +452,16 @@ Result<uint64_t> ClientCore::Append(const InodePtr& ino, std::span<const std::by
 
 Result<void> ClientCore::Truncate(const InodePtr& ino, uint64_t size) {
   if (auto f = Flush(ino, false); !f) return f;
+  // No write-back or resend may run from here until the trim below: a resend of bytes
+  // past the new end landing after the SETATTR would grow the file back (an fsync's
+  // COMMIT that found a changed verifier, between our flush and our SETATTR). A running
+  // flush may wait for a server that is down: the caller must stay interruptible, so
+  // the lock is polled rather than waited for (it is free but for such a race).
+  std::unique_lock fl(ino->flush_mu, std::defer_lock);
+  while (!fl.try_lock()) {
+    if (InterruptScope::Interrupted()) return Fail(EINTR);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   auto token = BeginCall(ino, Kind::kModify);
   SETATTR3args a;
   a.object = ino->fh();
