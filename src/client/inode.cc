@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/atomic_max.h"
+
 namespace nfsx::client {
 
 int64_t SteadyNowNs() {
@@ -51,11 +53,7 @@ void Inode::ExpireAttr() {
 
 uint64_t Inode::Size() const { return std::max(ServerSize(), write_end_.load()); }
 
-void Inode::NoteWriteEnd(uint64_t end) {
-  uint64_t prev = write_end_.load();
-  while (end > prev && !write_end_.compare_exchange_weak(prev, end)) {
-  }
-}
+void Inode::NoteWriteEnd(uint64_t end) { RaiseTo(write_end_, end, std::memory_order_seq_cst); }
 
 void Inode::TrimUnstable(uint64_t from, uint64_t to) {
   if (to <= from) return;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "base/atomic_max.h"
 #include "base/logging.h"
 #include "rpc/record_marking.h"
 
@@ -11,9 +12,7 @@ namespace nfsx::rpc {
 void ProcStats::Record(uint64_t ns) {
   calls.fetch_add(1, std::memory_order_relaxed);
   total_ns.fetch_add(ns, std::memory_order_relaxed);
-  uint64_t prev = max_ns.load(std::memory_order_relaxed);
-  while (ns > prev && !max_ns.compare_exchange_weak(prev, ns, std::memory_order_relaxed)) {
-  }
+  RaiseTo(max_ns, ns);
   uint64_t us = ns / 1000;
   int bucket = us == 0 ? 0 : std::min(kBuckets - 1, 64 - __builtin_clzll(us));
   buckets[bucket].fetch_add(1, std::memory_order_relaxed);

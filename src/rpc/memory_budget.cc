@@ -1,12 +1,11 @@
 #include "rpc/memory_budget.h"
 
+#include "base/atomic_max.h"
+
 namespace nfsx::rpc {
 
 void MemoryBudget::Add(size_t n) {
-  size_t now = used_.fetch_add(n, std::memory_order_relaxed) + n;
-  size_t seen = peak_.load(std::memory_order_relaxed);
-  while (now > seen && !peak_.compare_exchange_weak(seen, now, std::memory_order_relaxed)) {
-  }
+  RaiseTo(peak_, used_.fetch_add(n, std::memory_order_relaxed) + n);
 }
 
 void MemoryBudget::Release(size_t n) {

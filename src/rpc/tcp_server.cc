@@ -16,6 +16,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "base/atomic_max.h"
 #include "base/logging.h"
 #include "rpc/record_marking.h"
 #include "rpc/send_no_signal.h"
@@ -425,9 +426,7 @@ void TcpServer::Connection::CountReceiveBuffer() {
   if (now > receive_counted_) {
     uint64_t total =
         counters.receive_buffer_bytes.fetch_add(now - receive_counted_) + (now - receive_counted_);
-    uint64_t seen = counters.receive_buffer_peak.load(std::memory_order_relaxed);
-    while (total > seen && !counters.receive_buffer_peak.compare_exchange_weak(seen, total)) {
-    }
+    RaiseTo(counters.receive_buffer_peak, total, std::memory_order_seq_cst);
   } else {
     counters.receive_buffer_bytes.fetch_sub(receive_counted_ - now);
   }
@@ -507,9 +506,7 @@ void TcpServer::Connection::QueueInlineLocked(std::vector<OutBuffer>* replies) {
 void TcpServer::Connection::QueuedLocked(size_t n) {
   out_bytes_ += n;
   auto& peak = thread_->server()->counters_.queued_reply_bytes_peak;
-  uint64_t seen = peak.load(std::memory_order_relaxed);
-  while (out_bytes_ > seen && !peak.compare_exchange_weak(seen, out_bytes_)) {
-  }
+  RaiseTo(peak, uint64_t{out_bytes_}, std::memory_order_seq_cst);
 }
 
 void TcpServer::Connection::HandleRecord(std::span<std::byte> record,
