@@ -16,6 +16,7 @@
 #include "client/typed_call.h"
 #include "proto/nfs3_types.h"
 #include "rpc/record_marking.h"
+#include "rpc/test_util.h"
 
 namespace nfsx::client {
 namespace {
@@ -171,16 +172,7 @@ TEST(BadServerTest, OversizedReplyRecordDropsTheConnection) {
   EXPECT_EQ(r.error().code, ECONNRESET);
 }
 
-// Polls `done` until it holds or a minute passes (a deadline for a broken
-// build, never reached by a working one however loaded the machine).
-bool WaitFor(const std::function<bool()>& done) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
-}
+using rpc::testing::WaitFor;
 
 // A server that answers nothing until `answering`, then answers every call
 // (the retransmissions of a hard call included).

@@ -414,36 +414,52 @@ INSTANTIATE_TEST_SUITE_P(Servers, ClientTest, ::testing::Values(Peer::kNfsx, Pee
                          PeerName);
 
 // Faults: a server restart in the middle of writing.
-class ClientFaultTest : public ::testing::Test {};
+class ClientFaultTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    ASSERT_TRUE(server_.Start(&why)) << why;
+  }
+
+  // A client of the server, or null (and a failure) if it cannot connect.
+  std::unique_ptr<Client> Connect(const ClientOptions& o = {}) {
+    std::string error;
+    auto c = Client::Connect(server_.Url(""), o, &error);
+    if (!c.has_value()) {
+      ADD_FAILURE() << error;
+      return nullptr;
+    }
+    return std::move(*c);
+  }
+
+  NfsxServer server_;
+};
 
 TEST_F(ClientFaultTest, ServerRestartMidWriteResendsWhatWasNotCommitted) {
-  NfsxServer server;
-  std::string why;
-  ASSERT_TRUE(server.Start(&why)) << why;
   ClientOptions o;
   o.timeout = std::chrono::milliseconds(2000);
   o.retrans = 20;
-  std::string error;
-  auto c = Client::Connect(server.Url(""), o, &error);
-  ASSERT_TRUE(c.has_value()) << error;
+  auto c = Connect(o);
+  ASSERT_TRUE(c);
   std::string data = Pattern(6 << 20, 77);
-  auto f = (*c)->Open("restart.bin", O_CREAT | O_RDWR, 0644);
+  auto f = c->Open("restart.bin", O_CREAT | O_RDWR, 0644);
   ASSERT_TRUE(f.has_value());
   // Half the data goes out UNSTABLE and sits uncommitted in the client...
   for (size_t off = 0; off < data.size() / 2; off += 1 << 20) {
     ASSERT_TRUE((*f)->Pwrite(Bytes(data.substr(off, 1 << 20)), off));
   }
-  ASSERT_TRUE((*c)->SyncAll());  // baseline: first half committed
+  ASSERT_TRUE(c->SyncAll());  // baseline: first half committed
   for (size_t off = data.size() / 2; off < data.size(); off += 1 << 20) {
     ASSERT_TRUE((*f)->Pwrite(Bytes(data.substr(off, 1 << 20)), off));
   }
   // ...and the server restarts (new verifier; unstable writes it had in its page
   // cache survive here, but a client cannot know that and must resend).
-  server.Stop();
-  ASSERT_TRUE(server.Start(&why)) << why;
+  server_.Stop();
+  std::string why;
+  ASSERT_TRUE(server_.Start(&why)) << why;
   ASSERT_TRUE((*f)->Close());
-  EXPECT_EQ(DiskFile(server, "restart.bin"), data);
-  auto s = (*c)->stats();
+  EXPECT_EQ(DiskFile(server_, "restart.bin"), data);
+  auto s = c->stats();
   EXPECT_GE(s.reconnects, 1u);
 }
 
@@ -455,31 +471,27 @@ TEST_F(ClientFaultTest, ServerRestartMidWriteResendsWhatWasNotCommitted) {
 // which may drop the dirty pages and rotates the file's verifier; the test then puts
 // 0xDB where the data was, as such a loss or a restart would leave it.)
 TEST_F(ClientFaultTest, AFailedResendIsSentAgainByTheNextFsync) {
-  NfsxServer server;
-  std::string why;
-  ASSERT_TRUE(server.Start(&why)) << why;
-  std::string error;
-  auto c = Client::Connect(server.Url(""), &error);
-  ASSERT_TRUE(c.has_value()) << error;
+  auto c = Connect();
+  ASSERT_TRUE(c);
   std::string data = Pattern(256 << 10, 31);
-  auto f = (*c)->Open("resend.bin", O_CREAT | O_RDWR | O_DIRECT, 0644);
+  auto f = c->Open("resend.bin", O_CREAT | O_RDWR | O_DIRECT, 0644);
   ASSERT_TRUE(f.has_value());
   ASSERT_TRUE((*f)->Pwrite(Bytes(data), 0));  // UNSTABLE, not committed
-  server.faults().FailNext(vfs::FaultOp::kSync, EIO);
+  server_.faults().FailNext(vfs::FaultOp::kSync, EIO);
   ASSERT_FALSE((*f)->Fsync().has_value()) << "the failed COMMIT was not reported";
   {
-    std::ofstream lost(server.dir() + "/resend.bin",
+    std::ofstream lost(server_.dir() + "/resend.bin",
                        std::ios::in | std::ios::out | std::ios::binary);
     std::string db(data.size(), '\xDB');
     lost.write(db.data(), static_cast<std::streamsize>(db.size()));
     ASSERT_TRUE(lost.good());
   }
-  server.faults().FailNext(vfs::FaultOp::kWrite, EIO);
+  server_.faults().FailNext(vfs::FaultOp::kWrite, EIO);
   auto second = (*f)->Fsync();
   ASSERT_FALSE(second.has_value()) << "the resend's failure was not reported";
   EXPECT_EQ(second.error().code, EIO);
 
-  auto reader = (*c)->Open("resend.bin", O_RDONLY);
+  auto reader = c->Open("resend.bin", O_RDONLY);
   ASSERT_TRUE(reader.has_value());
   std::string seen(data.size(), '\0');
   auto n = (*reader)->Pread(std::as_writable_bytes(std::span(seen)), 0);
@@ -488,7 +500,7 @@ TEST_F(ClientFaultTest, AFailedResendIsSentAgainByTheNextFsync) {
   EXPECT_TRUE(seen == data) << "a read showed the bytes the server lost, not ours";
 
   ASSERT_TRUE((*f)->Fsync());
-  EXPECT_TRUE(DiskFile(server, "resend.bin") == data)
+  EXPECT_TRUE(DiskFile(server_, "resend.bin") == data)
       << "fsync succeeded, yet the server does not have what we wrote";
   EXPECT_TRUE((*f)->Close());
 }
@@ -498,20 +510,16 @@ TEST_F(ClientFaultTest, AFailedResendIsSentAgainByTheNextFsync) {
 // or in another user's close. Before, only buffered writes recorded their writer, and a
 // resend of direct data went out as the client's own identity: refused, for ever.
 TEST_F(ClientFaultTest, DirectDataIsResentAsItsWriter) {
-  NfsxServer server;
-  std::string why;
-  ASSERT_TRUE(server.Start(&why)) << why;
-  std::string error;
-  auto root = Client::Connect(server.Url(""), &error);
-  ASSERT_TRUE(root.has_value()) << error;
+  auto root = Connect();
+  ASSERT_TRUE(root);
   SetAttrs sticky;
   sticky.mode = 01777;
-  ASSERT_TRUE((*root)->SetAttr("", sticky));
+  ASSERT_TRUE(root->SetAttr("", sticky));
   ClientOptions o;
   o.uid = 65533;  // the client's own identity may not write the file below
   o.gid = 65533;
-  auto c = Client::Connect(server.Url(""), o, &error);
-  ASSERT_TRUE(c.has_value()) << error;
+  auto c = Connect(o);
+  ASSERT_TRUE(c);
   rpc::Credential nobody;
   nobody.flavor = rpc::auth_flavor::AUTH_SYS;
   nobody.machinename = "test";
@@ -521,13 +529,13 @@ TEST_F(ClientFaultTest, DirectDataIsResentAsItsWriter) {
   std::unique_ptr<File> f;
   {
     ActingAs as(nobody);
-    auto opened = (*c)->Open("direct-nobody", O_CREAT | O_RDWR | O_DIRECT, 0600);
+    auto opened = c->Open("direct-nobody", O_CREAT | O_RDWR | O_DIRECT, 0600);
     ASSERT_TRUE(opened.has_value()) << "errno " << opened.error().code;
     f = std::move(*opened);
     ASSERT_TRUE(f->Pwrite(Bytes(data), 0));  // UNSTABLE, kept for a resend
     // A write-back error on the server rotates the file's verifier: what is kept must
     // be sent again.
-    server.faults().FailNext(vfs::FaultOp::kSync, EIO);
+    server_.faults().FailNext(vfs::FaultOp::kSync, EIO);
     ASSERT_FALSE(f->Fsync().has_value());
   }
   std::thread other([&] {
@@ -535,7 +543,7 @@ TEST_F(ClientFaultTest, DirectDataIsResentAsItsWriter) {
     EXPECT_TRUE(synced.has_value()) << "the resend was refused: errno " << synced.error().code;
   });
   other.join();
-  EXPECT_TRUE(DiskFile(server, "direct-nobody") == data);
+  EXPECT_TRUE(DiskFile(server_, "direct-nobody") == data);
   ActingAs as(nobody);
   EXPECT_TRUE(f->Close());
 }
@@ -546,23 +554,19 @@ TEST_F(ClientFaultTest, DirectDataIsResentAsItsWriter) {
 // this never hit it; in a loaded CI run it did (1 round in 30 grew back), before the
 // truncate held the flush lock from its SETATTR to its trim.
 TEST_F(ClientFaultTest, ATruncateRacingAResendLeavesTheFileAtItsNewSize) {
-  NfsxServer server;
-  std::string why;
-  ASSERT_TRUE(server.Start(&why)) << why;
-  std::string error;
-  auto c = Client::Connect(server.Url(""), &error);
-  ASSERT_TRUE(c.has_value()) << error;
+  auto c = Connect();
+  ASSERT_TRUE(c);
   constexpr size_t kKeep = 4096;
   int regrown = 0;
   for (int round = 0; round < 30; ++round) {
     std::string name = "race" + std::to_string(round) + ".bin";
-    auto f = (*c)->Open(name, O_CREAT | O_RDWR | O_DIRECT, 0644);
+    auto f = c->Open(name, O_CREAT | O_RDWR | O_DIRECT, 0644);
     ASSERT_TRUE(f.has_value());
     std::string data = Pattern(256 << 10, static_cast<uint32_t>(round));
     ASSERT_TRUE((*f)->Pwrite(Bytes(data), 0));  // UNSTABLE
     // A failed fsync on the server rotates the file's verifier: the next COMMIT makes
     // the client resend all 256 KiB.
-    server.faults().FailNext(vfs::FaultOp::kSync, EIO);
+    server_.faults().FailNext(vfs::FaultOp::kSync, EIO);
     ASSERT_FALSE((*f)->Fsync().has_value());
     std::latch go(2);
     std::thread syncer([&] {
@@ -573,7 +577,7 @@ TEST_F(ClientFaultTest, ATruncateRacingAResendLeavesTheFileAtItsNewSize) {
     EXPECT_TRUE((*f)->Ftruncate(kKeep));
     syncer.join();
     ASSERT_TRUE((*f)->Fsync());
-    std::string disk = DiskFile(server, name);
+    std::string disk = DiskFile(server_, name);
     if (disk.size() != kKeep) ++regrown;
     EXPECT_TRUE(disk.size() != kKeep || disk == data.substr(0, kKeep)) << "round " << round;
     EXPECT_TRUE((*f)->Close());
@@ -584,15 +588,11 @@ TEST_F(ClientFaultTest, ATruncateRacingAResendLeavesTheFileAtItsNewSize) {
 // Direct writers of one file run in parallel; COMMITs triggered by the
 // uncommitted-bytes bound run among them. Every byte lands, once.
 TEST_F(ClientFaultTest, ParallelDirectWritersWithCommitsAmongThem) {
-  NfsxServer server;
-  std::string why;
-  ASSERT_TRUE(server.Start(&why)) << why;
   ClientOptions o;
   o.uncommitted_bytes = 256 << 10;
-  std::string error;
-  auto c = Client::Connect(server.Url(""), o, &error);
-  ASSERT_TRUE(c.has_value()) << error;
-  auto f = (*c)->Open("parallel.bin", O_CREAT | O_RDWR | O_DIRECT, 0644);
+  auto c = Connect(o);
+  ASSERT_TRUE(c);
+  auto f = c->Open("parallel.bin", O_CREAT | O_RDWR | O_DIRECT, 0644);
   ASSERT_TRUE(f.has_value());
   constexpr int kThreads = 8, kBlocksEach = 48;
   constexpr size_t kBlock = 16 << 10;
@@ -611,31 +611,28 @@ TEST_F(ClientFaultTest, ParallelDirectWritersWithCommitsAmongThem) {
   ASSERT_TRUE((*f)->Close());
   std::string want;
   for (uint32_t b = 0; b < kThreads * kBlocksEach; ++b) want += Pattern(kBlock, b);
-  EXPECT_EQ(DiskFile(server, "parallel.bin"), want);
-  auto s = (*c)->stats();
+  EXPECT_EQ(DiskFile(server_, "parallel.bin"), want);
+  auto s = c->stats();
   EXPECT_EQ(s.write_bytes, want.size());  // each byte crossed the wire once
   EXPECT_EQ(s.resent_bytes, 0u);
 }
 
 TEST_F(ClientFaultTest, VerifierMismatchResendsExactlyTheUncommittedRanges) {
-  NfsxServer server;
-  std::string why;
-  ASSERT_TRUE(server.Start(&why)) << why;
-  std::string error;
   ClientOptions o;
   o.timeout = std::chrono::milliseconds(2000);
-  auto c = Client::Connect(server.Url(""), o, &error);
-  ASSERT_TRUE(c.has_value()) << error;
-  auto f = (*c)->Open("resend.bin", O_CREAT | O_RDWR | O_DIRECT, 0644);
+  auto c = Connect(o);
+  ASSERT_TRUE(c);
+  auto f = c->Open("resend.bin", O_CREAT | O_RDWR | O_DIRECT, 0644);
   std::string data = Pattern(2 << 20, 5);
   ASSERT_TRUE((*f)->Pwrite(Bytes(data), 0));  // acknowledged UNSTABLE, not committed
-  server.Stop();
-  ASSERT_TRUE(server.Start(&why)) << why;
+  server_.Stop();
+  std::string why;
+  ASSERT_TRUE(server_.Start(&why)) << why;
   ASSERT_TRUE((*f)->Fsync());
-  auto s = (*c)->stats();
+  auto s = c->stats();
   EXPECT_EQ(s.resent_bytes, data.size());
   EXPECT_EQ(s.write_bytes, 2 * data.size());
-  EXPECT_EQ(DiskFile(server, "resend.bin"), data);
+  EXPECT_EQ(DiskFile(server_, "resend.bin"), data);
 }
 
 }  // namespace

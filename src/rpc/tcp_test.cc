@@ -241,9 +241,7 @@ TEST(TcpLimitTest, ConnectionsBeyondTheLimitAreRefusedAndOthersServed) {
   EXPECT_EQ(server.counters().refused.load(), 1u);
   EXPECT_TRUE(null_call(**a)) << "the open ones keep being served";
   a->reset();
-  for (int i = 0; i < 6000 && server.counters().open.load() > 1; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  testing::WaitFor([&] { return server.counters().open.load() <= 1; });
   ASSERT_EQ(server.counters().open.load(), 1u);
   auto c = RpcClient::Connect("127.0.0.1", *port);
   ASSERT_TRUE(c.has_value());
@@ -294,11 +292,7 @@ TEST(TcpLimitTest, AClientThatStopsReadingIsDropped) {
     ++sent_calls;
   }
   EXPECT_GT(sent_calls, 16u) << "the server stopped reading before anything was queued";
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (server.counters().closed_not_reading.load() == 0 &&
-         std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  testing::WaitFor([&] { return server.counters().closed_not_reading.load() > 0; });
   EXPECT_EQ(server.counters().closed_not_reading.load(), 1u)
       << "the connection was kept; calls sent " << sent_calls << ", records "
       << server.counters().records.load() << ", bytes out " << server.counters().bytes_out.load();
@@ -355,10 +349,7 @@ uint64_t RecordsOnceQuiet(const TcpServer& server) {
 // The server gives a reply's bytes back to the budget after its write() returns, so a
 // client may hold the reply before the count drops: wait for it (30 s at most).
 size_t ReplyMemoryOnceDrained(const TcpServer& server) {
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (server.reply_memory() > 0 && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  testing::WaitFor([&] { return server.reply_memory() == 0; }, std::chrono::seconds(30));
   return server.reply_memory();
 }
 
@@ -429,11 +420,8 @@ TEST(TcpLimitTest, QuietConnectionsGiveTheirLargeReceiveBuffersBack) {
   }
   // Each kept its buffer of about 512 KiB past its call, for a second at least: with the
   // shrink disabled the wait below ends with 8 x ~460 KiB still counted.
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (server.counters().receive_buffer_bytes.load() > kClients * (64u << 10) &&
-         std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  testing::WaitFor(
+      [&] { return server.counters().receive_buffer_bytes.load() <= kClients * (64u << 10); });
   EXPECT_LE(server.counters().receive_buffer_bytes.load(), kClients * (64u << 10))
       << "quiet connections kept their large receive buffers";
   EXPECT_EQ(server.counters().open.load(), static_cast<uint64_t>(kClients));
@@ -442,11 +430,7 @@ TEST(TcpLimitTest, QuietConnectionsGiveTheirLargeReceiveBuffersBack) {
     ASSERT_TRUE(r.has_value() && r->header.ok()) << "a connection was not served after shrinking";
   }
   clients.clear();
-  until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (server.counters().receive_buffer_bytes.load() > 0 &&
-         std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  testing::WaitFor([&] { return server.counters().receive_buffer_bytes.load() == 0; });
   EXPECT_EQ(server.counters().receive_buffer_bytes.load(), 0u) << "closed connections still count";
   server.Stop();
 }
@@ -492,10 +476,7 @@ TEST(TcpLimitTest, ConnectionsTogetherStayWithinTheReplyMemoryBudget) {
       << "every reply went out, yet bytes are still counted";
   // Hogs that hang up with their replies unread give the budget back too.
   for (int fd : hogs) PipelineBigCalls(fd, kCalls);
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (server.reply_memory() == 0 && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  testing::WaitFor([&] { return server.reply_memory() > 0; }, std::chrono::seconds(30));
   ASSERT_GT(server.reply_memory(), 0u) << "the hogs' calls never ran: the rest tests nothing";
   for (int fd : hogs) close(fd);
   EXPECT_EQ(ReplyMemoryOnceDrained(server), 0u) << "closed connections still count";

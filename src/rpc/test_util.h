@@ -7,12 +7,27 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <functional>
+#include <thread>
 #include <vector>
 
 #include "rpc/message.h"
 #include "rpc/record_marking.h"
 
 namespace nfsx::rpc::testing {
+
+// Polls `done` until it holds or `limit` passes (a deadline for a broken build, never
+// reached by a working one however loaded the machine). Returns whether it held.
+inline bool WaitFor(const std::function<bool()>& done,
+                    std::chrono::milliseconds limit = std::chrono::minutes(1)) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
 
 // A complete call message (no record mark) with the given header fields.
 inline std::vector<std::byte> CallBytes(uint32_t xid, uint32_t prog, uint32_t vers, uint32_t proc,
