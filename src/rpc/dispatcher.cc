@@ -114,15 +114,16 @@ Dispatcher::Route Dispatcher::Accept(std::span<const std::byte> record, const Pe
   return Route::kRun;
 }
 
-void Dispatcher::Run(Call& call, const Peer& peer, OutBuffer* reply) {
+bool Dispatcher::Run(Call& call, const Peer& peer, OutBuffer* reply, bool on_event_loop) {
   auto start = std::chrono::steady_clock::now();
   BeginRecord(reply);
   xdr::XdrEncoder e(reply);
   size_t header_mark = reply->inline_size();
   EncodeAcceptedReply(e, call.header.xid, accept_stat::SUCCESS);
   xdr::XdrDecoder args(call.args);
-  CallContext ctx{call.header, peer};
+  CallContext ctx{call.header, peer, on_event_loop};
   accept_stat stat = call.proc->fn(ctx, args, e);
+  if (ctx.would_block) return false;
   if (stat == accept_stat::SUCCESS && !args.ok()) stat = accept_stat::GARBAGE_ARGS;
   if (stat != accept_stat::SUCCESS) {
     if (stat == accept_stat::GARBAGE_ARGS) {
@@ -139,6 +140,7 @@ void Dispatcher::Run(Call& call, const Peer& peer, OutBuffer* reply) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
           .count();
   call.proc->stats.Record(static_cast<uint64_t>(ns));
+  return true;
 }
 
 void Dispatcher::Rebase(Call& call, std::span<const std::byte> old_record,

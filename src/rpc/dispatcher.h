@@ -50,8 +50,11 @@ class Dispatcher {
            (call.program->blocks_for_peer && call.program->blocks_for_peer(peer));
   }
 
-  // Executes a routed call and encodes the whole reply record into `reply`.
-  void Run(Call& call, const Peer& peer, OutBuffer* reply);
+  // Executes a routed call and encodes the whole reply record into `reply`. On an
+  // event loop (`on_event_loop`) a procedure may decline to wait on the disk: then
+  // Run returns false, `reply` is to be dropped, and the call is to be run again off
+  // the loop (its DRC entry, if any, stays in progress until then).
+  bool Run(Call& call, const Peer& peer, OutBuffer* reply, bool on_event_loop = false);
 
   // Re-points a call's argument view after its record was copied elsewhere.
   static void Rebase(Call& call, std::span<const std::byte> old_record,

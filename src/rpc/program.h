@@ -29,6 +29,11 @@ struct Peer {
 struct CallContext {
   const CallHeader& header;
   const Peer& peer;
+  // The call runs on an event loop, which must not wait on the disk. A procedure that
+  // would (its data is not in the page cache) sets would_block and answers nothing;
+  // the transport then runs the call again on a worker thread.
+  bool on_event_loop = false;
+  mutable bool would_block = false;
 };
 
 enum ProcFlag : uint32_t {

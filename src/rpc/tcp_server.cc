@@ -524,9 +524,11 @@ void TcpServer::Connection::HandleRecord(std::span<std::byte> record,
       break;
   }
   if (!Dispatcher::MayBlock(call, peer_)) {
-    server->dispatcher_.Run(call, peer_, &reply);
-    inline_replies->push_back(std::move(reply));
-    return;
+    if (server->dispatcher_.Run(call, peer_, &reply, /*on_event_loop=*/true)) {
+      inline_replies->push_back(std::move(reply));
+      return;
+    }
+    server->counters_.moved_off_loop.fetch_add(1, std::memory_order_relaxed);
   }
   // The record buffer is reused for the next read: the worker gets its own copy.
   auto copy = std::make_shared_for_overwrite<std::byte[]>(record.size());

@@ -2,7 +2,9 @@
 //
 // I/O threads each run an epoll loop over their share of the connections; one
 // of them also accepts. Calls run inline on the I/O thread unless their
-// procedure may block (kProcMayBlock), in which case a worker thread runs them.
+// procedure may block (kProcMayBlock), in which case a worker thread runs them;
+// a call that finds on the loop that it would wait on the disk (CallContext::
+// would_block) is run again by a worker.
 // Replies go out in completion order, batched into one writev per wakeup.
 // Many connections, many calls in flight per connection, replies in any order.
 //
@@ -58,6 +60,9 @@ struct TcpServerCounters {
   std::atomic<uint64_t> closed_not_reading{0};       // replies unread for send_timeout
   std::atomic<uint64_t> queued_reply_bytes_peak{0};  // most queued on one connection
   std::atomic<uint64_t> memory_holds{0};  // connections held because max_reply_memory was spent
+  // Calls begun on an event loop that would have waited on the disk (a READ of data
+  // not in the page cache), run again by a worker.
+  std::atomic<uint64_t> moved_off_loop{0};
   // Receive buffers of all connections now (a call is assembled whole in one), and at
   // most so far. Not in max_reply_memory: bounded by max_connections x max_record, and
   // a connection quiet for a second keeps at most 64 KiB.

@@ -164,6 +164,8 @@ std::string Server::StatsReport() const {
                      c.memory_holds.load());
   out += fmt::format("receive buffers {} KiB, peak {} KiB\n", c.receive_buffer_bytes.load() >> 10,
                      c.receive_buffer_peak.load() >> 10);
+  out += fmt::format("calls moved off the event loops to wait on the disk: {}\n",
+                     c.moved_off_loop.load());
   out += fmt::format("calls refused {}, verifier rotations {}\n", dispatcher_.garbage_calls(),
                      core_->verifiers().rotations());
   auto drc = dispatcher_.drc().stats();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
 #include <span>
 #include <utility>
@@ -78,6 +79,29 @@ class FaultInjectingFs::Injector {
     return attr;
   }
 
+  void HoldReads(bool hold) {
+    {
+      std::lock_guard lock(hold_mu_);
+      holding_ = hold;
+    }
+    if (!hold) released_.notify_all();
+  }
+  bool holding_reads() const {
+    std::lock_guard lock(hold_mu_);
+    return holding_;
+  }
+  // Returns once reads are no longer held.
+  void WaitWhileHeld() {
+    std::unique_lock lock(hold_mu_);
+    if (!holding_) return;
+    ++reads_held_;
+    released_.wait(lock, [&] { return !holding_; });
+  }
+  uint64_t reads_held() const {
+    std::lock_guard lock(hold_mu_);
+    return reads_held_;
+  }
+
   uint64_t calls(FaultOp op) const { return calls_[Index(op)].load(std::memory_order_relaxed); }
   uint64_t injected() const { return injected_.load(std::memory_order_relaxed); }
 
@@ -115,6 +139,10 @@ class FaultInjectingFs::Injector {
   std::atomic<uint64_t> granularity_ns_{0};
   std::atomic<size_t> write_limit_{0};
   std::shared_ptr<UnsyncedWriteJournal> journal_;  // set before the first Open
+  mutable std::mutex hold_mu_;
+  std::condition_variable released_;
+  bool holding_ = false;     // guarded by hold_mu_
+  uint64_t reads_held_ = 0;  // guarded by hold_mu_
 };
 
 namespace {
@@ -127,7 +155,14 @@ class FaultOpenFile final : public OpenFile {
 
   Result<size_t> Read(uint64_t offset, std::span<std::byte> out) override {
     if (auto error = Check(FaultOp::kRead)) return Fail(*error);
+    injector_->WaitWhileHeld();
     return base_->Read(offset, out);
+  }
+
+  Result<size_t> ReadIfCached(uint64_t offset, std::span<std::byte> out) override {
+    if (auto error = Check(FaultOp::kRead)) return Fail(*error);
+    if (injector_->holding_reads()) return Fail(EAGAIN);
+    return base_->ReadIfCached(offset, out);
   }
 
   Result<size_t> Write(uint64_t offset, std::span<const std::byte> data) override {
@@ -194,7 +229,8 @@ FaultInjectingFs::FaultInjectingFs(std::unique_ptr<Filesystem> base)
 FaultInjectingFs::FaultInjectingFs(Filesystem& base)
     : base_(&base), injector_(std::make_shared<Injector>()) {}
 
-FaultInjectingFs::~FaultInjectingFs() = default;
+// A read still held would wait for ever (open files outlive the filesystem object).
+FaultInjectingFs::~FaultInjectingFs() { injector_->HoldReads(false); }
 
 void FaultInjectingFs::FailNext(FaultOp op, int error, uint64_t count) {
   injector_->Arm(op, error, std::nullopt, count);
@@ -209,6 +245,10 @@ void FaultInjectingFs::ClearFaults() { injector_->Clear(); }
 void FaultInjectingFs::SetTimeGranularity(uint64_t ns) { injector_->SetTimeGranularity(ns); }
 
 void FaultInjectingFs::LimitWrites(size_t bytes) { injector_->LimitWrites(bytes); }
+
+void FaultInjectingFs::HoldReads() { injector_->HoldReads(true); }
+void FaultInjectingFs::ReleaseReads() { injector_->HoldReads(false); }
+uint64_t FaultInjectingFs::reads_held() const { return injector_->reads_held(); }
 
 Result<UnsyncedWriteJournal::Replayed> FaultInjectingFs::LoseUnsyncedWritesAtRestart(
     const std::string& journal_path) {

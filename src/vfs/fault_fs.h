@@ -86,6 +86,12 @@ class FaultInjectingFs final : public Filesystem {
   // WRITE reply's count.
   void LimitWrites(size_t bytes);
 
+  // Reads as of a disk that does not answer: until ReleaseReads(), OpenFile::Read
+  // waits and ReadIfCached says it would (EAGAIN). Counts the reads that waited.
+  void HoldReads();
+  void ReleaseReads();
+  uint64_t reads_held() const;
+
   // Simulates, for crash tests, the loss a power cut causes: overwrites what the journal
   // at `journal_path` holds as written and never synced (the previous run's; see
   // UnsyncedWriteJournal), then journals every write and sync from now on.

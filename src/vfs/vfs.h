@@ -106,6 +106,13 @@ class OpenFile {
   virtual ~OpenFile() = default;
   // Short reads happen only at end of file.
   virtual Result<size_t> Read(uint64_t offset, std::span<std::byte> out) = 0;
+  // Read, but only if it need not wait for the device (the data is in the page
+  // cache): otherwise EAGAIN and nothing read. For callers that must not block, such
+  // as a server's event loop, which then hands the read to a thread that may.
+  // A backend that cannot tell must say EAGAIN; one that never waits reads.
+  virtual Result<size_t> ReadIfCached(uint64_t offset, std::span<std::byte> out) {
+    return Read(offset, out);
+  }
   virtual Result<size_t> Write(uint64_t offset, std::span<const std::byte> data) = 0;
   // Flushes written data to stable storage (fdatasync when data_only, else fsync).
   // An error means data written through ANY descriptor of this file may be lost.

@@ -12,7 +12,9 @@ rpc::ProcFn Adapt(Core& core, Res (*fn)(Core&, const Args&, const Ctx&)) {
     Args args;
     d(args);
     if (!d.ok()) return rpc::accept_stat::GARBAGE_ARGS;
-    e(fn(core, args, ctx));
+    Res res = fn(core, args, ctx);
+    if (ctx.would_block) return rpc::accept_stat::SUCCESS;  // run again off the loop
+    e(res);
     return rpc::accept_stat::SUCCESS;
   };
 }
@@ -36,7 +38,8 @@ rpc::Program MakeNfs3Program(Core& core) {
   using rpc::kProcMayBlock;
   using rpc::kProcNonIdempotent;
   // Procedures that may wait on the disk (fsync of data or of a directory under
-  // the `sync` export option) run on worker threads; the rest run inline.
+  // the `sync` export option, directory scans) run on worker threads; the rest run
+  // inline, READ as long as its data is in the page cache (see Read).
   constexpr uint32_t kModifies = kProcNonIdempotent | kProcMayBlock;
   rpc::Program p{"nfs", NFS_PROGRAM, NFS_V3, {}, {}};
   auto& v = p.procs;
@@ -59,8 +62,10 @@ rpc::Program MakeNfs3Program(Core& core) {
   v.emplace_back("rmdir", Adapt(core, &Rmdir), kModifies);
   v.emplace_back("rename", Adapt(core, &Rename), kModifies);
   v.emplace_back("link", Adapt(core, &Link), kModifies);
-  v.emplace_back("readdir", Adapt(core, &Readdir));
-  v.emplace_back("readdirplus", Adapt(core, &Readdirplus));
+  // A directory scan reads the directory and (PLUS) stats every entry: many chances
+  // to wait on the disk, none of which says so in advance.
+  v.emplace_back("readdir", Adapt(core, &Readdir), kProcMayBlock);
+  v.emplace_back("readdirplus", Adapt(core, &Readdirplus), kProcMayBlock);
   v.emplace_back("fsstat", Adapt(core, &Fsstat));
   v.emplace_back("fsinfo", Adapt(core, &Fsinfo));
   v.emplace_back("pathconf", Adapt(core, &Pathconf));

@@ -37,7 +37,14 @@ READ3res Read(Core& core, const READ3args& args, const Ctx& ctx) {
       return res;
     }
     auto buf = std::make_shared_for_overwrite<std::byte[]>(want);
-    auto n = (*open)->Read(args.offset, std::span<std::byte>(buf.get(), want));
+    std::span<std::byte> into(buf.get(), want);
+    // On an event loop only cached data is read; the rest waits on a worker.
+    auto n = ctx.on_event_loop ? (*open)->ReadIfCached(args.offset, into)
+                               : (*open)->Read(args.offset, into);
+    if (!n && n.error().code == EAGAIN && ctx.on_event_loop) {
+      ctx.would_block = true;
+      return res;
+    }
     if (!n) {
       res.status = StatusOf(n.error());
       return res;

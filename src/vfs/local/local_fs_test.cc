@@ -412,6 +412,31 @@ TEST_F(LocalFsTest, ReadWriteThroughOpenFile) {
   EXPECT_TRUE((*r)->Close().has_value());
 }
 
+// ReadIfCached reads what the page cache holds and declines (EAGAIN) what would come
+// from the disk: the server's event loop reads with it and leaves the rest to a worker.
+TEST_F(LocalFsTest, ReadIfCachedDeclinesDataNotInThePageCache) {
+  std::string data(1 << 20, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>('a' + i % 26);
+  WriteFile("cold", data);
+  int fd = ::open(Path("cold").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::fdatasync(fd), 0);  // clean pages can be dropped
+  ASSERT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+  ::close(fd);
+  Result<NodePtr> f = fs_->Lookup(*root_, "cold");
+  ASSERT_TRUE(f.has_value());
+  Result<std::unique_ptr<OpenFile>> r = fs_->Open(**f, false);
+  ASSERT_TRUE(r.has_value());
+  std::vector<std::byte> buf(data.size());
+  EXPECT_EQ(Err((*r)->ReadIfCached(0, buf)), EAGAIN) << "data dropped from the cache was read";
+  ASSERT_EQ((*r)->Read(0, buf).value_or(0), data.size());  // now cached
+  std::vector<std::byte> again(data.size() + 10);
+  EXPECT_EQ((*r)->ReadIfCached(0, again).value_or(0), data.size());  // short at end of file
+  EXPECT_EQ(std::memcmp(again.data(), data.data(), data.size()), 0);
+  EXPECT_EQ((*r)->ReadIfCached(data.size() + 5, again).value_or(1), 0u);
+  EXPECT_TRUE((*r)->Close().has_value());
+}
+
 TEST_F(LocalFsTest, OpenOnlyRegularFiles) {
   NodePtr d = MustMkdir(*root_, "d");
   EXPECT_EQ(Err(fs_->Open(*d, false)), EISDIR);

@@ -2,6 +2,7 @@
 // descriptor. Internal to src/vfs/local/.
 #pragma once
 
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -36,6 +37,26 @@ class LocalOpenFile final : public OpenFile {
           ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
       if (n < 0) {
         if (errno == EINTR) continue;
+        return FailErrno();
+      }
+      if (n == 0) break;  // end of file
+      done += static_cast<size_t>(n);
+    }
+    return done;
+  }
+
+  // preadv2(RWF_NOWAIT) fails with EAGAIN when the data is not all cached, or may
+  // return part of it: a part is read again with the rest, blocking, by Read.
+  // Filesystems without RWF_NOWAIT say EOPNOTSUPP: they count as would-block too.
+  Result<size_t> ReadIfCached(uint64_t offset, std::span<std::byte> out) override {
+    int fd = fd_.load(std::memory_order_relaxed);
+    size_t done = 0;
+    while (done < out.size()) {
+      iovec iov{out.data() + done, out.size() - done};
+      ssize_t n = ::preadv2(fd, &iov, 1, static_cast<off_t>(offset + done), RWF_NOWAIT);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EOPNOTSUPP) return Fail(EAGAIN);
         return FailErrno();
       }
       if (n == 0) break;  // end of file
