@@ -25,7 +25,7 @@ struct ServeArgs {
   bool portmap = false;
   uint16_t portmap_port = 111;
   std::string state_dir;
-  int threads = 2;
+  int threads = 0;  // one per usable CPU
   int workers = 8;
   std::string backend = "localfs";
   size_t max_record = 4u << 20;
@@ -206,7 +206,9 @@ Runner AddServe(CLI::App& app) {
   cmd->add_option("--state-dir", a->state_dir,
                   "Where the file handle key lives (default /var/lib/nfsx as root, else "
                   "~/.local/state/nfsx)");
-  cmd->add_option("--threads", a->threads, "I/O threads")->capture_default_str();
+  cmd->add_option("--threads", a->threads,
+                  "Event loops (I/O threads); 0: one per CPU the server may run on")
+      ->capture_default_str();
   cmd->add_option("--workers", a->workers, "Worker threads for calls that wait on the disk")
       ->capture_default_str();
   cmd->add_option("--backend", a->backend, "localfs (the directory) or memfs (in memory)")

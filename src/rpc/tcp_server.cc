@@ -5,11 +5,13 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <deque>
@@ -679,9 +681,19 @@ void TcpServer::Connection::Close(const char* why) {
 
 // ---- TcpServer ----
 
+namespace {
+
+int UsableCpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
+
+}  // namespace
+
 TcpServer::TcpServer(Dispatcher& dispatcher, TcpServerOptions options)
     : dispatcher_(dispatcher), options_(options), budget_(options.max_reply_memory) {
-  if (options_.io_threads < 1) options_.io_threads = 1;
+  if (options_.io_threads < 1) options_.io_threads = UsableCpus();
   if (options_.worker_threads < 1) options_.worker_threads = 1;
   for (int i = 0; i < options_.io_threads; ++i) {
     io_threads_.push_back(std::make_unique<IoThread>(this));

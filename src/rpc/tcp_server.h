@@ -28,7 +28,9 @@
 namespace nfsx::rpc {
 
 struct TcpServerOptions {
-  int io_threads = 2;
+  // Event loops; 0: one per CPU this process may run on (its affinity, so `taskset`
+  // and cgroup cpusets count).
+  int io_threads = 0;
   int worker_threads = 8;
   size_t max_record = 4u << 20;  // largest call accepted, in bytes
   size_t max_connections = 4096;
@@ -87,6 +89,7 @@ class TcpServer {
   void Stop();
 
   const TcpServerCounters& counters() const { return counters_; }
+  int io_threads() const { return options_.io_threads; }
   // Bytes held for all connections now, and at most so far (max_reply_memory).
   size_t reply_memory() const { return budget_.used(); }
   size_t reply_memory_peak() const { return budget_.peak(); }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -217,6 +218,30 @@ TEST_F(TcpTest, OutOfDescriptorsAcceptPausesInsteadOfSpinning) {
 
 // Beyond max_connections a connection is closed at accept and counted; the ones
 // open keep being served, and once one closes a new one is accepted again.
+// By default there is one event loop per CPU the server may run on: its affinity,
+// not the machine's count (a server under `taskset -c 0` gets one loop).
+TEST(TcpServerThreads, OneEventLoopPerUsableCpuByDefault) {
+  Dispatcher dispatcher;
+  dispatcher.Register(NullAndEcho());
+  cpu_set_t all, one;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
+  EXPECT_EQ(TcpServer(dispatcher, {}).io_threads(), CPU_COUNT(&all));
+  CPU_ZERO(&one);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &all)) {
+      CPU_SET(cpu, &one);
+      break;
+    }
+  }
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+  int loops = TcpServer(dispatcher, {}).io_threads();
+  ASSERT_EQ(sched_setaffinity(0, sizeof(all), &all), 0);
+  EXPECT_EQ(loops, 1);
+  TcpServerOptions three;
+  three.io_threads = 3;
+  EXPECT_EQ(TcpServer(dispatcher, three).io_threads(), 3);
+}
+
 TEST(TcpLimitTest, ConnectionsBeyondTheLimitAreRefusedAndOthersServed) {
   Dispatcher dispatcher;
   dispatcher.Register(NullAndEcho());
@@ -460,7 +485,7 @@ TEST(TcpLimitTest, ConnectionsTogetherStayWithinTheReplyMemoryBudget) {
   EXPECT_LT(records, kHogs * kCalls) << "every call ran although nobody read the replies";
   // Each connection may run one call past a spent budget (its first, or one racing the
   // other I/O thread's).
-  size_t bound = kBudget + (kHogs + static_cast<size_t>(o.io_threads)) * (kBigReply + 4096);
+  size_t bound = kBudget + (kHogs + static_cast<size_t>(server.io_threads())) * (kBigReply + 4096);
   EXPECT_LE(server.reply_memory_peak(), bound) << "records run: " << records;
   EXPECT_GT(server.counters().memory_holds.load(), 0u);
 

@@ -156,6 +156,7 @@ void Server::Stop() {
 std::string Server::StatsReport() const {
   std::string out;
   auto& c = transport_->counters();
+  out += fmt::format("event loops {}\n", transport_->io_threads());
   out += fmt::format("connections: {} accepted, {} open; records {}; bytes in {} out {}\n",
                      c.accepted.load(), c.open.load(), c.records.load(), c.bytes_in.load(),
                      c.bytes_out.load());
