@@ -123,5 +123,30 @@ unmount_nfsx() {
 	! grep -q " $(realpath "$1") " /proc/self/mountinfo || fail "$1 still mounted after nfsx umount"
 }
 
+# freeze PID...: SIGSTOP, returning once every thread of each process has stopped. A
+# multithreaded process stops only when the one thread the signal went to takes it
+# and stops the others: under load its other threads go on for milliseconds after
+# kill returns (a server stopped that way was seen answering a WRITE 3 ms later).
+freeze() {
+	kill -STOP "$@" || return 1
+	local pid status line stopped
+	for pid in "$@"; do
+		for _ in $(seq 2000); do
+			stopped=1
+			for status in /proc/"$pid"/task/*/status; do
+				while read -r line; do
+					if [[ $line == State:* ]]; then
+						[[ ${line:7:1} == [TtZX] ]] || stopped=0
+						break
+					fi
+				done <"$status" 2>/dev/null
+			done
+			((stopped)) && break
+			sleep 0.01
+		done
+		((stopped)) || fail "pid $pid did not stop within 20 s of SIGSTOP"
+	done
+}
+
 # daemon_pid MOUNTPOINT: the pid of the process serving a mount.
 daemon_pid() { getfattr --only-values -n user.nfsx.pid "$1" 2>/dev/null || python3 -c "import os,sys; print(os.getxattr(sys.argv[1], 'user.nfsx.pid').decode())" "$1"; }

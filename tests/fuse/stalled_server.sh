@@ -62,7 +62,7 @@ PY
 syncer=$!
 for _ in $(seq 600); do [[ -e $WORK/killed.ready ]] && break; sleep 0.05; done
 [[ -e $WORK/killed.ready ]] || fail "the writer did not get ready"
-kill -STOP "$SERVER_PID"
+freeze "$SERVER_PID"
 
 # An fsync killed while it waits: the process ends, and the data it wrote is not
 # lost: the flush goes on in the mount and reaches the server once it resumes.
