@@ -114,7 +114,7 @@ for round in $(seq "$ROUNDS"); do
 		SERVERS=("${SERVERS[@]/"nfsx $NFSX_PID"/}")
 		# Nothing can be acknowledged any more; freeze the writers so that the files hold
 		# still while they are checked.
-		freeze "${PID[@]}" "$DAEMON"
+		kill -STOP "${PID[@]}" "$DAEMON"
 		declare -A STATE
 		for w in "${WRITERS[@]}"; do STATE[$w]=$(last_ack "$w"); done
 		# The journal the restart replays (and empties), kept for a failure's diagnosis.

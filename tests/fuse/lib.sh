@@ -127,6 +127,8 @@ unmount_nfsx() {
 # multithreaded process stops only when the one thread the signal went to takes it
 # and stops the others: under load its other threads go on for milliseconds after
 # kill returns (a server stopped that way was seen answering a WRITE 3 ms later).
+# Not for a process that may be blocked in a FUSE request of a dead server: it stops
+# only once the request ends.
 freeze() {
 	kill -STOP "$@" || return 1
 	local pid status line stopped
