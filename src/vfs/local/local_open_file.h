@@ -30,39 +30,16 @@ class LocalOpenFile final : public OpenFile {
   LocalOpenFile& operator=(const LocalOpenFile&) = delete;
 
   Result<size_t> Read(uint64_t offset, std::span<std::byte> out) override {
-    int fd = fd_.load(std::memory_order_relaxed);
-    size_t done = 0;
-    while (done < out.size()) {
-      ssize_t n =
-          ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return FailErrno();
-      }
-      if (n == 0) break;  // end of file
-      done += static_cast<size_t>(n);
-    }
-    return done;
+    return ReadAll(offset, out, 0);
   }
 
   // preadv2(RWF_NOWAIT) fails with EAGAIN when the data is not all cached, or may
   // return part of it: a part is read again with the rest, blocking, by Read.
   // Filesystems without RWF_NOWAIT say EOPNOTSUPP: they count as would-block too.
   Result<size_t> ReadIfCached(uint64_t offset, std::span<std::byte> out) override {
-    int fd = fd_.load(std::memory_order_relaxed);
-    size_t done = 0;
-    while (done < out.size()) {
-      iovec iov{out.data() + done, out.size() - done};
-      ssize_t n = ::preadv2(fd, &iov, 1, static_cast<off_t>(offset + done), RWF_NOWAIT);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EOPNOTSUPP) return Fail(EAGAIN);
-        return FailErrno();
-      }
-      if (n == 0) break;  // end of file
-      done += static_cast<size_t>(n);
-    }
-    return done;
+    Result<size_t> n = ReadAll(offset, out, RWF_NOWAIT);
+    if (!n && n.error().code == EOPNOTSUPP) return Fail(EAGAIN);
+    return n;
   }
 
   // Loops over short writes. If an error (ENOSPC, EDQUOT, ...) hits after some
@@ -111,6 +88,23 @@ class LocalOpenFile final : public OpenFile {
   bool writable() const override { return writable_; }
 
  private:
+  // Reads until `out` is full or the end of file, with preadv2 `flags`.
+  Result<size_t> ReadAll(uint64_t offset, std::span<std::byte> out, int flags) {
+    int fd = fd_.load(std::memory_order_relaxed);
+    size_t done = 0;
+    while (done < out.size()) {
+      iovec iov{out.data() + done, out.size() - done};
+      ssize_t n = ::preadv2(fd, &iov, 1, static_cast<off_t>(offset + done), flags);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return FailErrno();
+      }
+      if (n == 0) break;  // end of file
+      done += static_cast<size_t>(n);
+    }
+    return done;
+  }
+
   std::atomic<int> fd_;
   const bool writable_;
 };
