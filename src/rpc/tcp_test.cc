@@ -216,8 +216,6 @@ TEST_F(TcpTest, OutOfDescriptorsAcceptPausesInsteadOfSpinning) {
   ExpectServes();
 }
 
-// Beyond max_connections a connection is closed at accept and counted; the ones
-// open keep being served, and once one closes a new one is accepted again.
 // By default there is one event loop per CPU the server may run on: its affinity,
 // not the machine's count (a server under `taskset -c 0` gets one loop).
 TEST(TcpServerThreads, OneEventLoopPerUsableCpuByDefault) {
@@ -242,6 +240,8 @@ TEST(TcpServerThreads, OneEventLoopPerUsableCpuByDefault) {
   EXPECT_EQ(TcpServer(dispatcher, three).io_threads(), 3);
 }
 
+// Beyond max_connections a connection is closed at accept and counted; the ones
+// open keep being served, and once one closes a new one is accepted again.
 TEST(TcpLimitTest, ConnectionsBeyondTheLimitAreRefusedAndOthersServed) {
   Dispatcher dispatcher;
   dispatcher.Register(NullAndEcho());
