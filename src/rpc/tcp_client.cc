@@ -50,11 +50,13 @@ RpcClient::RpcClient(std::string host, uint16_t port, RpcClientOptions options)
     : host_(std::move(host)),
       port_(port),
       options_(options),
+      records_(options.max_record),
       hard_(options.hard),
       timeout_error_(options.timeout_error) {
   std::random_device rd;
   next_xid_.store(rd());
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  caller_wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 }
 
 Result<std::unique_ptr<RpcClient>> RpcClient::Connect(const std::string& host, uint16_t port,
@@ -71,6 +73,7 @@ Result<std::unique_ptr<RpcClient>> RpcClient::Connect(const std::string& host, u
 RpcClient::~RpcClient() {
   Shutdown();
   ::close(wake_fd_);
+  ::close(caller_wake_fd_);
 }
 
 void RpcClient::Shutdown() {
@@ -79,19 +82,25 @@ void RpcClient::Shutdown() {
     {
       std::lock_guard lock(mu_);
       shutdown_ = true;
+      // A receiving caller sees its poll end at once and gives the socket back.
+      if (receiver_ == Receiver::kCaller && fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
     }
-    uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof(one));
+    Wake(wake_fd_);
     if (reader_.joinable()) reader_.join();
+    std::vector<std::pair<Callback, RpcReply>> answered;
     std::vector<Callback> failed;
     {
-      std::lock_guard lock(mu_);
+      std::unique_lock lock(mu_);
+      receiver_cv_.wait(lock, [&] { return receiver_ != Receiver::kCaller; });
+      answered.swap(deferred_);
       FailAllLocked(ESHUTDOWN, &failed);
       if (fd_ >= 0) ::close(fd_);
       fd_ = -1;
     }
+    for (auto& [cb, reply] : answered) cb(std::move(reply));
     for (auto& cb : failed) cb(Fail(ESHUTDOWN));
     // The callbacks (and what they captured) go here too, not on another thread.
+    answered.clear();
     failed.clear();
   });
 }
@@ -132,7 +141,7 @@ void RpcClient::Call(uint32_t prog, uint32_t vers, uint32_t proc, const Credenti
 }
 
 uint32_t RpcClient::Send(uint32_t prog, uint32_t vers, uint32_t proc, const Credential& cred,
-                         const ArgsEncoder& args, Callback cb) {
+                         const ArgsEncoder& args, Callback cb, bool* receive) {
   uint32_t xid = next_xid_.fetch_add(1, std::memory_order_relaxed);
   auto request = std::make_shared<OutBuffer>();
   BeginRecord(request.get());
@@ -149,14 +158,19 @@ uint32_t RpcClient::Send(uint32_t prog, uint32_t vers, uint32_t proc, const Cred
     cb(Fail(err));
     return xid;
   }
-  pending_.emplace(xid, Pending{request, std::move(cb), Clock::now() + options_.timeout, 0});
-  if (fd_ >= 0) {
-    send_queue_.push_back(std::move(request));
-    if (send_queue_.size() == 1 && !FlushLocked()) {
-      uint64_t one = 1;  // let the reader thread wait for POLLOUT
-      [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof(one));
-    }
+  pending_.emplace(
+      xid, Pending{request, std::move(cb), Clock::now() + options_.timeout, 0, receive != nullptr});
+  if (fd_ < 0) return xid;  // the reader thread is reconnecting; it sends everything then
+  send_queue_.push_back(std::move(request));
+  bool flushed = send_queue_.size() > 1 || FlushLocked();
+  if (receive && receiver_ == Receiver::kNobody) {
+    receiver_ = Receiver::kCaller;
+    *receive = true;
+  } else if (receiver_ == Receiver::kNobody) {
+    Wake(wake_fd_);  // the reader thread receives from now on
+    return xid;
   }
+  if (!flushed) WakeWriterLocked();
   return xid;
 }
 
@@ -179,16 +193,35 @@ Result<RpcReply> RpcClient::CallSync(uint32_t prog, uint32_t vers, uint32_t proc
     std::condition_variable cv;
     bool done = false;
     Result<RpcReply> result = Fail(EIO);
+    std::thread::id caller = std::this_thread::get_id();
+    std::atomic<bool> receiving{false};
   };
   // Whoever asked is gone already: nothing is sent.
   if (InterruptScope::Interrupted()) return Fail(EINTR);
   auto w = std::make_shared<Waiter>();
-  uint32_t xid = Send(prog, vers, proc, cred, args, [w](Result<RpcReply> r) {
+  bool receive = false;
+  uint32_t xid = Send(
+      prog, vers, proc, cred, args,
+      [this, w](Result<RpcReply> r) {
+        {
+          std::lock_guard lock(w->mu);
+          w->result = std::move(r);
+          w->done = true;
+          w->cv.notify_one();
+        }
+        // Ended elsewhere (a timeout, a cancel, a shutdown) while its caller polls the socket.
+        if (w->receiving.load() && std::this_thread::get_id() != w->caller) Wake(caller_wake_fd_);
+      },
+      &receive);
+  auto done = [&] {
     std::lock_guard lock(w->mu);
-    w->result = std::move(r);
-    w->done = true;
-    w->cv.notify_one();
-  });
+    return w->done;
+  };
+  if (receive) {
+    w->receiving.store(true);
+    ReceiveAsCaller(done);
+    w->receiving.store(false);
+  }
   std::unique_lock lock(w->mu);
   if (!WaitUnlessInterrupted(lock, w->cv, [&] { return w->done; })) {
     // Whoever asked is gone (a signal): stop retransmitting. The server may
@@ -239,6 +272,12 @@ bool RpcClient::FlushLocked() {
   return send_queue_.empty();
 }
 
+void RpcClient::WakeWriterLocked() {
+  // The receiver polls for POLLOUT; with nobody receiving, the reader thread
+  // takes the socket (a non-empty send queue makes it the receiver).
+  Wake(receiver_ == Receiver::kCaller ? caller_wake_fd_ : wake_fd_);
+}
+
 void RpcClient::FailAllLocked(int err, std::vector<Callback>* out) {
   (void)err;
   for (auto& [xid, p] : pending_) out->push_back(std::move(p.cb));
@@ -270,38 +309,6 @@ bool RpcClient::ReconnectLocked() {
   }
   FlushLocked();
   return true;
-}
-
-void RpcClient::HandleRecord(std::span<std::byte> record) {
-  xdr::XdrDecoder d(record);
-  RpcReply reply;
-  if (!DecodeReplyHeader(d, &reply.header)) {
-    counters_.bad_replies.fetch_add(1);
-    log::Warn("rpc client: malformed reply from {}:{}", host_, port_);
-    return;
-  }
-  Callback cb;
-  {
-    std::lock_guard lock(mu_);
-    auto it = pending_.find(reply.header.xid);
-    if (it == pending_.end()) {
-      // A late reply to a call answered already (after a retransmission): ignore.
-      counters_.bad_replies.fetch_add(1);
-      return;
-    }
-    cb = std::move(it->second.cb);
-    pending_.erase(it);
-    if (not_responding_) {
-      not_responding_ = false;
-      counters_.responding_again.fetch_add(1);
-      log::Warn("nfsx: server {}:{} OK", host_, port_);
-    }
-  }
-  size_t offset = static_cast<size_t>(d.position() - record.data());
-  reply.record = std::make_shared_for_overwrite<std::byte[]>(record.size());
-  std::memcpy(reply.record.get(), record.data(), record.size());
-  reply.results = std::span<const std::byte>(reply.record.get() + offset, record.size() - offset);
-  cb(std::move(reply));
 }
 
 void RpcClient::CheckTimeouts() {
@@ -339,93 +346,9 @@ void RpcClient::CheckTimeouts() {
       if (fd_ >= 0) send_queue_.push_back(p.request);
       ++it;
     }
-    if (fd_ >= 0) FlushLocked();
+    if (fd_ >= 0 && !FlushLocked()) WakeWriterLocked();
   }
   for (auto& cb : expired) cb(Fail(timeout_error));
-}
-
-void RpcClient::DrainWake() {
-  uint64_t v;
-  while (::read(wake_fd_, &v, sizeof(v)) > 0) {
-  }
-}
-
-void RpcClient::ReaderLoop() {
-  RecordReader reader(options_.max_record);
-  auto last_check = Clock::now();
-  for (;;) {
-    pollfd fds[2];
-    int nfds = 1;
-    fds[0] = {wake_fd_, POLLIN, 0};
-    {
-      std::unique_lock lock(mu_);
-      if (shutdown_) return;
-      if (fd_ < 0) {
-        // Disconnected: keep trying while calls wait; they time out meanwhile.
-        if (!ReconnectLocked()) {
-          // A server that is down is tried less and less often, up to every 5 s;
-          // Shutdown() wakes the wait.
-          auto backoff = reconnect_backoff_;
-          reconnect_backoff_ = std::min(reconnect_backoff_ * 2, std::chrono::milliseconds(5000));
-          lock.unlock();
-          pollfd wake{wake_fd_, POLLIN, 0};
-          if (poll(&wake, 1, static_cast<int>(backoff.count())) > 0) DrainWake();
-          CheckTimeouts();
-          continue;
-        }
-        reconnect_backoff_ = std::chrono::milliseconds(100);
-        reader = RecordReader(options_.max_record);
-      }
-      fds[1] = {fd_, static_cast<short>(POLLIN | (send_queue_.empty() ? 0 : POLLOUT)), 0};
-      nfds = 2;
-    }
-    int rc = poll(fds, nfds, 200);
-    if (rc < 0 && errno != EINTR) break;
-    if (fds[0].revents & POLLIN) DrainWake();
-    if (fds[1].revents & POLLOUT) {
-      std::lock_guard lock(mu_);
-      FlushLocked();
-    }
-    if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
-      bool broken = false;
-      for (;;) {
-        std::span<std::byte> space = reader.PrepareWrite();
-        ssize_t n = ::read(fds[1].fd, space.data(), space.size());
-        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-          broken = true;
-          break;
-        }
-        if (n < 0) break;
-        reader.CommitWrite(static_cast<size_t>(n));
-        std::span<std::byte> record;
-        RecordReader::Status st;
-        while ((st = reader.Next(&record)) == RecordReader::Status::kRecord) HandleRecord(record);
-        if (st == RecordReader::Status::kTooLarge) {
-          counters_.bad_replies.fetch_add(1);
-          log::Warn("rpc client: reply from {}:{} exceeds {} bytes", host_, port_,
-                    reader.max_record());
-          broken = true;
-          break;
-        }
-        if (static_cast<size_t>(n) < space.size()) break;
-      }
-      if (broken) {
-        std::vector<Callback> failed;
-        {
-          std::lock_guard lock(mu_);
-          if (fd_ >= 0) ::close(fd_);
-          fd_ = -1;
-          if (!options_.reconnect) FailAllLocked(ECONNRESET, &failed);
-        }
-        for (auto& cb : failed) cb(Fail(ECONNRESET));
-      }
-    }
-    auto now = Clock::now();
-    if (now - last_check > std::chrono::milliseconds(100)) {
-      last_check = now;
-      CheckTimeouts();
-    }
-  }
 }
 
 }  // namespace nfsx::rpc

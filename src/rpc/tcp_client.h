@@ -5,8 +5,16 @@
 // server's duplicate request cache recognises it). When the connection drops,
 // the client reconnects and retransmits every outstanding call.
 //
-// Thread-safe: any thread may call; callbacks run on the client's reader thread
-// and must not block on another call of the same client.
+// Thread-safe: any thread may call; callbacks of Call() run on the client's
+// reader thread and must not block on another call of the same client.
+//
+// Who reads the socket: one receiver at a time, the reader thread or a caller.
+// A CallSync() made while nothing else is in flight receives its own reply on
+// its own thread (no wake-up of the reader thread, no handoff back to the
+// caller: one thread switch less per round trip, as a single-threaded libnfs
+// client has). Replies to other calls that arrive meanwhile are run by the
+// reader thread, as always; the reader thread takes the socket back when the
+// caller has its reply. Writes to the socket are made by any thread under `mu_`.
 #pragma once
 
 #include <atomic>
@@ -25,6 +33,7 @@
 #include "base/out_buffer.h"
 #include "base/result.h"
 #include "rpc/message.h"
+#include "rpc/record_marking.h"
 
 namespace nfsx::rpc {
 
@@ -57,6 +66,8 @@ struct RpcClientCounters {
   std::atomic<uint64_t> retransmits{0};
   std::atomic<uint64_t> reconnects{0};
   std::atomic<uint64_t> bad_replies{0};  // malformed or for an unknown xid
+  // Replies of CallSync() received by a calling thread rather than the reader thread.
+  std::atomic<uint64_t> replies_to_callers{0};
   // Episodes of "not responding" (major timeouts of hard calls), and how many of
   // them ended with an answer.
   std::atomic<uint64_t> not_responding{0};
@@ -106,17 +117,34 @@ class RpcClient {
  private:
   RpcClient(std::string host, uint16_t port, RpcClientOptions options);
   Result<int> Dial();
+  // Queues and sends a call. With `receive` (a CallSync), the caller becomes the
+  // receiver if nobody is (*receive is then true) and must call ReceiveAsCaller.
   uint32_t Send(uint32_t prog, uint32_t vers, uint32_t proc, const Credential& cred,
-                const ArgsEncoder& args, Callback cb);
+                const ArgsEncoder& args, Callback cb, bool* receive = nullptr);
   // Fails the call `xid` with `err` if it is still waiting for its reply.
   void Cancel(uint32_t xid, int err);
   void ReaderLoop();
-  // Empties the wake eventfd, so that the next poll waits again.
-  void DrainWake();
-  void SendLocked(uint32_t xid);
+  // The receiving caller's loop: reads replies until `done()`, the connection
+  // breaks, the client shuts down or the caller is interrupted; then gives the
+  // socket back to the reader thread.
+  void ReceiveAsCaller(const std::function<bool()>& done);
+  // Reads what the socket has and handles every complete reply. Returns false
+  // when the connection is unusable (closed, broken, a record too large).
+  // REQUIRES: the calling thread is the receiver.
+  bool ReceiveAvailable(int fd, bool reader_thread);
+  // Closes the broken socket; without reconnecting, fails every call (into *failed).
+  void CloseBrokenLocked(std::vector<Callback>* failed);
+  void RunDeferred();
+  // Empties an eventfd, so that the next poll waits again.
+  static void Drain(int fd);
+  static void Wake(int fd);
+  // The send queue could not be written out: wakes whoever polls for POLLOUT.
+  void WakeWriterLocked();
   bool FlushLocked();
   void FailAllLocked(int err, std::vector<Callback>* out);
-  void HandleRecord(std::span<std::byte> record);
+  // Hands one reply to its call. Returns false when the reader thread, having
+  // handed out the last awaited reply, stopped being the receiver.
+  bool HandleRecord(std::span<std::byte> record, bool reader_thread);
   void CheckTimeouts();
   bool ReconnectLocked();
 
@@ -125,6 +153,14 @@ class RpcClient {
     Callback cb;
     std::chrono::steady_clock::time_point deadline;
     int retransmits = 0;  // in this round, since the last major timeout
+    // A CallSync waiter's: short, and safe to run on whichever thread receives.
+    bool any_thread = false;
+  };
+
+  enum class Receiver {
+    kReaderThread,  // the reader thread polls and reads the socket
+    kNobody,        // nothing is expected: the reader thread polls only its eventfd
+    kCaller,        // a CallSync caller reads the socket; the reader thread waits
   };
 
   const std::string host_;
@@ -136,6 +172,13 @@ class RpcClient {
   int fd_ = -1;                                        // GUARDED_BY(mu_)
   std::map<uint32_t, Pending> pending_;                // GUARDED_BY(mu_)
   std::deque<std::shared_ptr<OutBuffer>> send_queue_;  // GUARDED_BY(mu_)
+  Receiver receiver_ = Receiver::kNobody;              // GUARDED_BY(mu_)
+  std::condition_variable receiver_cv_;                // a caller stopped receiving
+  // Replies a receiving caller read for calls whose callbacks must run on the
+  // reader thread.
+  std::vector<std::pair<Callback, RpcReply>> deferred_;  // GUARDED_BY(mu_)
+  // The stream's reassembly: used only by the current receiver (handed over under mu_).
+  RecordReader records_;
   size_t send_offset_ = 0;
   std::atomic<uint32_t> next_xid_;
   bool shutdown_ = false;  // GUARDED_BY(mu_)
@@ -145,7 +188,8 @@ class RpcClient {
   bool not_responding_ = false;  // GUARDED_BY(mu_)
   // Between failed reconnection attempts; doubles up to 5 s, reset on success.
   std::chrono::milliseconds reconnect_backoff_{100};
-  int wake_fd_ = -1;
+  int wake_fd_ = -1;         // wakes the reader thread
+  int caller_wake_fd_ = -1;  // wakes the receiving caller
   std::once_flag shutdown_once_;
   std::thread reader_;
 };

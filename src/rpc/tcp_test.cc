@@ -13,6 +13,8 @@
 #include <cstring>
 #include <filesystem>
 #include <latch>
+#include <semaphore>
+#include <set>
 #include <thread>
 
 #include "rpc/tcp_client.h"
@@ -55,6 +57,7 @@ class TcpTest : public ::testing::Test {
           a(ms);
           sleeps_started_.fetch_add(1);
           std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+          sleeps_done_.fetch_add(1);
           r(ms);
           return accept_stat::SUCCESS;
         },
@@ -79,6 +82,7 @@ class TcpTest : public ::testing::Test {
     return sleeps_started_.load() > 0;
   }
   std::atomic<int> sleeps_started_{0};
+  std::atomic<int> sleeps_done_{0};
 
   std::unique_ptr<RpcClient> Client() {
     auto c = RpcClient::Connect("127.0.0.1", port_);
@@ -560,6 +564,123 @@ TEST_F(TcpTest, ClientFailsCallsWhenServerGoesAwayWithoutReconnect) {
   server_->Stop();  // waits for the sleeping call and answers it
   done.wait();
   EXPECT_EQ(err, 0);
+}
+
+// An ECHO of `payload` that came back whole.
+bool EchoedBack(const Result<RpcReply>& r, std::span<const std::byte> payload) {
+  if (!r || !r->header.ok()) return false;
+  xdr::XdrDecoder d(r->results);
+  auto back = d.OpaqueView(1 << 24);
+  return d.ok() && std::ranges::equal(back, payload);
+}
+
+// #11: a synchronous call with nothing else in flight is received by the thread
+// that made it, with no handoff from the reader thread, replies that span many
+// reads included.
+TEST_F(TcpTest, ALoneSynchronousCallIsReceivedByItsCaller) {
+  auto client = Client();
+  constexpr int kCalls = 300;
+  for (int i = 0; i < kCalls; ++i) {
+    size_t size = i == 7 ? 900 * 1024 : 1 + i * 97 % 5000;
+    std::vector<std::byte> payload(size, std::byte(i));
+    auto r = client->CallSync(kProg, kVers, kEcho, {}, [&](auto& e) { e.Bytes(payload); });
+    ASSERT_TRUE(EchoedBack(r, payload)) << "call " << i;
+    EXPECT_EQ(client->counters().replies_to_callers.load(), uint64_t(i + 1)) << "call " << i;
+  }
+  EXPECT_EQ(client->counters().replies_to_callers.load(), uint64_t{kCalls});
+}
+
+// Synchronous callers take turns receiving while bursts of asynchronous calls
+// come and go on the same connection: every call gets its own reply, and the
+// asynchronous callbacks still run on the reader thread, never on a caller.
+TEST_F(TcpTest, SynchronousCallsRacingAsynchronousOnesOnOneConnection) {
+  auto client = Client();
+  constexpr int kSyncThreads = 3, kSyncCalls = 400, kAsyncThreads = 2, kBursts = 300;
+  std::mutex ids_mu;
+  std::set<std::thread::id> sync_ids;
+  std::latch ids_known(kSyncThreads);
+  std::atomic<int> sync_good{0}, async_good{0}, async_sent{0}, async_on_a_caller{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kSyncThreads; ++t) {
+    threads.emplace_back([&, t] {
+      {
+        std::lock_guard lock(ids_mu);
+        sync_ids.insert(std::this_thread::get_id());
+      }
+      ids_known.count_down();
+      ids_known.wait();
+      for (int i = 0; i < kSyncCalls; ++i) {
+        std::vector<std::byte> payload(1 + (i * 131 + t * 17) % 3000, std::byte(t * 64 + i % 64));
+        if (EchoedBack(
+                client->CallSync(kProg, kVers, kEcho, {}, [&](auto& e) { e.Bytes(payload); }),
+                payload)) {
+          sync_good.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (int t = 0; t < kAsyncThreads; ++t) {
+    threads.emplace_back([&, t] {
+      ids_known.wait();
+      for (int b = 0; b < kBursts; ++b) {
+        // Bursts of 1 to 8, each waited for: between them nothing of this thread
+        // is in flight, so a synchronous caller may be the receiver when the next starts.
+        int n = 1 + (b * 7 + t) % 8;
+        std::counting_semaphore<8> answered(0);
+        for (int i = 0; i < n; ++i) {
+          async_sent.fetch_add(1);
+          auto payload =
+              std::make_shared<std::vector<std::byte>>(1 + (b * 31 + i) % 2000, std::byte(200 + t));
+          client->Call(
+              kProg, kVers, kEcho, {}, [&](auto& e) { e.Bytes(*payload); },
+              [&, payload](Result<RpcReply> r) {
+                bool on_caller;
+                {
+                  std::lock_guard lock(ids_mu);
+                  on_caller = sync_ids.contains(std::this_thread::get_id());
+                }
+                if (on_caller) async_on_a_caller.fetch_add(1);
+                if (EchoedBack(r, *payload)) async_good.fetch_add(1);
+                answered.release();
+              });
+        }
+        for (int i = 0; i < n; ++i) answered.acquire();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(sync_good.load(), kSyncThreads * kSyncCalls);
+  EXPECT_EQ(async_good.load(), async_sent.load());
+  EXPECT_EQ(async_on_a_caller.load(), 0);
+  EXPECT_EQ(client->in_flight(), 0u);
+}
+
+TEST_F(TcpTest, ShutdownEndsTheWaitOfACallerReceivingItsOwnReply) {
+  auto client = Client();
+  Result<RpcReply> r = Fail(EIO);
+  std::thread caller(
+      [&] { r = client->CallSync(kProg, kVers, kSleep, {}, [](auto& e) { e(uint32_t{3000}); }); });
+  ASSERT_TRUE(WaitForASleeper());
+  client->Shutdown();
+  caller.join();
+  // Not woken, the caller would have read the reply itself once the sleep ended.
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, ESHUTDOWN);
+}
+
+// A soft call that times out while its caller is the receiver ends at its
+// timeout (the reader thread fails it and wakes the caller), not when the
+// server finally answers.
+TEST_F(TcpTest, ACallTimingOutWhileItsCallerReceivesEndsAtItsTimeout) {
+  RpcClientOptions o;
+  o.timeout = std::chrono::milliseconds(100);
+  o.max_retransmits = 0;
+  auto c = RpcClient::Connect("127.0.0.1", port_, o);
+  ASSERT_TRUE(c.has_value());
+  auto r = (*c)->CallSync(kProg, kVers, kSleep, {}, [](auto& e) { e(uint32_t{5000}); });
+  EXPECT_EQ(sleeps_done_.load(), 0);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, ETIMEDOUT);
 }
 
 }  // namespace

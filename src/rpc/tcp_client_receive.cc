@@ -1,0 +1,222 @@
+// RpcClient's receive side: who reads the socket (the reader thread or a
+// synchronous caller), reassembling replies and handing them to their calls.
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "base/interruption.h"
+#include "base/logging.h"
+#include "rpc/tcp_client.h"
+
+namespace nfsx::rpc {
+
+using Clock = std::chrono::steady_clock;
+
+void RpcClient::Drain(int fd) {
+  uint64_t v;
+  while (::read(fd, &v, sizeof(v)) > 0) {
+  }
+}
+
+void RpcClient::Wake(int fd) {
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(fd, &one, sizeof(one));
+}
+
+bool RpcClient::HandleRecord(std::span<std::byte> record, bool reader_thread) {
+  xdr::XdrDecoder d(record);
+  RpcReply reply;
+  if (!DecodeReplyHeader(d, &reply.header)) {
+    counters_.bad_replies.fetch_add(1);
+    log::Warn("rpc client: malformed reply from {}:{}", host_, port_);
+    return true;
+  }
+  // Copied before the socket may change hands: `record` lives in records_.
+  size_t offset = static_cast<size_t>(d.position() - record.data());
+  reply.record = std::make_shared_for_overwrite<std::byte[]>(record.size());
+  std::memcpy(reply.record.get(), record.data(), record.size());
+  reply.results = std::span<const std::byte>(reply.record.get() + offset, record.size() - offset);
+  Callback cb;
+  bool inline_cb;
+  bool still_receiver = true;
+  {
+    std::lock_guard lock(mu_);
+    auto it = pending_.find(reply.header.xid);
+    if (it == pending_.end()) {
+      // A late reply to a call answered already (after a retransmission): ignore.
+      counters_.bad_replies.fetch_add(1);
+      return true;
+    }
+    cb = std::move(it->second.cb);
+    inline_cb = reader_thread || it->second.any_thread;
+    pending_.erase(it);
+    if (not_responding_) {
+      not_responding_ = false;
+      counters_.responding_again.fetch_add(1);
+      log::Warn("nfsx: server {}:{} OK", host_, port_);
+    }
+    // The last awaited reply: the socket is free before its caller wakes, so
+    // that caller's next call receives its own reply.
+    if (reader_thread && pending_.empty() && send_queue_.empty()) {
+      receiver_ = Receiver::kNobody;
+      still_receiver = false;
+    }
+  }
+  if (inline_cb) {
+    if (!reader_thread) counters_.replies_to_callers.fetch_add(1, std::memory_order_relaxed);
+    cb(std::move(reply));
+    return still_receiver;
+  }
+  // Callbacks of Call() may do real work and take the caller's locks: they run
+  // on the reader thread, as promised, never on a caller that happens to receive.
+  std::lock_guard lock(mu_);
+  deferred_.emplace_back(std::move(cb), std::move(reply));
+  Wake(wake_fd_);
+  return true;
+}
+
+bool RpcClient::ReceiveAvailable(int fd, bool reader_thread) {
+  bool read_more = true;
+  for (;;) {
+    // Records buffered already come first: a receiver before us may have
+    // stopped between two of them.
+    std::span<std::byte> record;
+    RecordReader::Status st;
+    while ((st = records_.Next(&record)) == RecordReader::Status::kRecord) {
+      if (!HandleRecord(record, reader_thread)) return true;  // no longer the receiver
+    }
+    if (st == RecordReader::Status::kTooLarge) {
+      counters_.bad_replies.fetch_add(1);
+      log::Warn("rpc client: reply from {}:{} exceeds {} bytes", host_, port_,
+                records_.max_record());
+      return false;
+    }
+    if (!read_more) return true;
+    std::span<std::byte> space = records_.PrepareWrite();
+    ssize_t n = ::read(fd, space.data(), space.size());
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return false;
+    if (n < 0) return true;
+    records_.CommitWrite(static_cast<size_t>(n));
+    read_more = static_cast<size_t>(n) == space.size();
+  }
+}
+
+void RpcClient::CloseBrokenLocked(std::vector<Callback>* failed) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  if (!options_.reconnect) FailAllLocked(ECONNRESET, failed);
+}
+
+void RpcClient::RunDeferred() {
+  std::vector<std::pair<Callback, RpcReply>> answered;
+  {
+    std::lock_guard lock(mu_);
+    if (deferred_.empty()) return;
+    answered.swap(deferred_);
+  }
+  for (auto& [cb, reply] : answered) cb(std::move(reply));
+}
+
+void RpcClient::ReceiveAsCaller(const std::function<bool()>& done) {
+  int fd;
+  {
+    std::lock_guard lock(mu_);
+    fd = fd_;  // only the receiver closes it: it stays ours until we give the socket back
+  }
+  bool usable = true;
+  while (usable && !done() && !InterruptScope::Interrupted()) {
+    pollfd fds[2] = {{fd, POLLIN, 0}, {caller_wake_fd_, POLLIN, 0}};
+    {
+      std::lock_guard lock(mu_);
+      if (shutdown_) break;
+      if (!send_queue_.empty()) fds[0].events |= POLLOUT;
+    }
+    // The wake eventfd ends the wait for what the socket cannot tell: the call
+    // ended elsewhere, or the send queue needs POLLOUT. Interruptions are polled.
+    int rc = poll(fds, 2, InterruptScope::Active() ? 50 : -1);
+    if (rc < 0 && errno != EINTR) break;
+    if (rc <= 0) continue;
+    if (fds[1].revents & POLLIN) Drain(caller_wake_fd_);
+    if (fds[0].revents & POLLOUT) {
+      std::lock_guard lock(mu_);
+      FlushLocked();
+    }
+    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) usable = ReceiveAvailable(fd, false);
+  }
+  std::vector<Callback> failed;
+  {
+    std::lock_guard lock(mu_);
+    if (!usable && !shutdown_) CloseBrokenLocked(&failed);  // else Shutdown() closes it
+    receiver_ = Receiver::kNobody;
+    // Calls still waiting (or a socket to reopen): the reader thread takes over.
+    if (!pending_.empty() || !send_queue_.empty() || fd_ < 0 || shutdown_) Wake(wake_fd_);
+    receiver_cv_.notify_all();
+  }
+  for (auto& cb : failed) cb(Fail(ECONNRESET));
+}
+
+void RpcClient::ReaderLoop() {
+  auto last_check = Clock::now();
+  for (;;) {
+    RunDeferred();
+    pollfd fds[2];
+    int nfds = 1;
+    fds[0] = {wake_fd_, POLLIN, 0};
+    {
+      std::unique_lock lock(mu_);
+      if (shutdown_) return;
+      if (receiver_ != Receiver::kCaller && fd_ < 0) {
+        receiver_ = Receiver::kReaderThread;
+        // Disconnected: keep trying while calls wait; they time out meanwhile.
+        if (!ReconnectLocked()) {
+          // A server that is down is tried less and less often, up to every 5 s;
+          // Shutdown() wakes the wait.
+          auto backoff = reconnect_backoff_;
+          reconnect_backoff_ = std::min(reconnect_backoff_ * 2, std::chrono::milliseconds(5000));
+          lock.unlock();
+          pollfd wake{wake_fd_, POLLIN, 0};
+          if (poll(&wake, 1, static_cast<int>(backoff.count())) > 0) Drain(wake_fd_);
+          CheckTimeouts();
+          continue;
+        }
+        reconnect_backoff_ = std::chrono::milliseconds(100);
+        records_ = RecordReader(options_.max_record);
+      }
+      if (receiver_ != Receiver::kCaller) {
+        // With nothing to send or receive the socket is left for a synchronous
+        // caller to receive its own reply.
+        bool idle = pending_.empty() && send_queue_.empty();
+        receiver_ = idle ? Receiver::kNobody : Receiver::kReaderThread;
+      }
+      if (receiver_ == Receiver::kReaderThread) {
+        fds[1] = {fd_, static_cast<short>(POLLIN | (send_queue_.empty() ? 0 : POLLOUT)), 0};
+        nfds = 2;
+      }
+    }
+    int rc = poll(fds, nfds, 200);
+    if (rc < 0 && errno != EINTR) break;
+    if (fds[0].revents & POLLIN) Drain(wake_fd_);
+    if (nfds == 2 && (fds[1].revents & POLLOUT)) {
+      std::lock_guard lock(mu_);
+      FlushLocked();
+    }
+    if (nfds == 2 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) &&
+        !ReceiveAvailable(fds[1].fd, true)) {
+      std::vector<Callback> failed;
+      {
+        std::lock_guard lock(mu_);
+        CloseBrokenLocked(&failed);
+      }
+      for (auto& cb : failed) cb(Fail(ECONNRESET));
+    }
+    auto now = Clock::now();
+    if (now - last_check > std::chrono::milliseconds(100)) {
+      last_check = now;
+      CheckTimeouts();
+    }
+  }
+}
+
+}  // namespace nfsx::rpc
