@@ -47,6 +47,13 @@ class FakeServer {
     thread_.join();
   }
   uint16_t port() const { return port_; }
+  // Call records received so far.
+  int records() const { return records_.load(); }
+  // Ends the connection as a crashing server would.
+  void Drop() {
+    int c = conn_.load();
+    if (c >= 0) shutdown(c, SHUT_RDWR);
+  }
 
  private:
   void Serve() {
@@ -61,6 +68,7 @@ class FakeServer {
       std::span<std::byte> rec;
       while (reader.Next(&rec) == rpc::RecordReader::Status::kRecord) {
         uint32_t xid = xdr::LoadBe32(rec.data());
+        records_.fetch_add(1);
         for (auto& msg : respond_(xid)) {
           std::byte mark[4];
           xdr::StoreBe32(mark, rpc::kLastFragment | static_cast<uint32_t>(msg.size()));
@@ -76,6 +84,7 @@ class FakeServer {
   Respond respond_;
   int listen_ = -1;
   std::atomic<int> conn_{-1};  // set by the serving thread, read by the destructor
+  std::atomic<int> records_{0};
   uint16_t port_ = 0;
   std::thread thread_;
 };
@@ -204,6 +213,35 @@ TEST(BadServerTest, HardCallsOutlastAStalledServerAndSayOnceWhenItIsBack) {
   ASSERT_TRUE(r.has_value()) << r.error().code;
   EXPECT_EQ(r->resok.obj_attributes.size, 7u);
   EXPECT_EQ(c->counters().responding_again.load(), 1u);
+}
+
+// The connection breaks while a CallSync is receiving its own reply (the first
+// call on an idle connection does), with a Call() in flight beside it and no
+// reconnecting: both fail, and the Call()'s callback runs on the reader thread,
+// as RpcClient promises, not on the caller that happened to be receiving (which
+// may hold a lock that callback needs).
+TEST(BadServerTest, ABrokenConnectionFailsCallsOnTheReaderThreadNotOnTheReceivingCaller) {
+  FakeServer s([](uint32_t) { return std::vector<std::vector<std::byte>>{}; });
+  auto c = Connect(s.port(), 60000, 0);
+  std::thread::id caller_id;
+  Result<GETATTR3res> sync_result = Fail(EIO);
+  std::thread caller([&] {
+    caller_id = std::this_thread::get_id();
+    sync_result = Getattr(*c);
+  });
+  ASSERT_TRUE(WaitFor([&] { return s.records() == 1; }));
+  std::promise<std::pair<std::thread::id, int>> async_done;
+  c->Call(NFS_PROGRAM, NFS_V3, 0, {}, nullptr, [&](Result<rpc::RpcReply> r) {
+    async_done.set_value({std::this_thread::get_id(), r ? 0 : r.error().code});
+  });
+  ASSERT_TRUE(WaitFor([&] { return s.records() == 2; }));
+  s.Drop();
+  auto [callback_id, async_error] = async_done.get_future().get();
+  caller.join();
+  EXPECT_EQ(async_error, ECONNRESET);
+  ASSERT_FALSE(sync_result.has_value());
+  EXPECT_EQ(sync_result.error().code, ECONNRESET);
+  EXPECT_NE(callback_id, caller_id) << "the Call()'s callback ran on the receiving caller";
 }
 
 TEST(BadServerTest, SoftCallsFailWithTheirErrorAfterRetransWithGrowingTimeouts) {

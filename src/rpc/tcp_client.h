@@ -128,12 +128,17 @@ class RpcClient {
   // breaks, the client shuts down or the caller is interrupted; then gives the
   // socket back to the reader thread.
   void ReceiveAsCaller(const std::function<bool()>& done);
-  // Reads what the socket has and handles every complete reply. Returns false
-  // when the connection is unusable (closed, broken, a record too large).
+  enum class Received {
+    kAll,      // everything the socket had
+    kStopped,  // this thread stopped being the receiver (see HandleRecord)
+    kBroken,   // the connection is unusable: closed, broken, a record too large
+  };
+  // Reads what the socket has and hands out every complete reply.
   // REQUIRES: the calling thread is the receiver.
-  bool ReceiveAvailable(int fd, bool reader_thread);
-  // Closes the broken socket; without reconnecting, fails every call (into *failed).
-  void CloseBrokenLocked(std::vector<Callback>* failed);
+  Received ReceiveAvailable(int fd, bool reader_thread);
+  // Closes the broken socket. The reader thread then reconnects, or without
+  // reconnecting fails every call. REQUIRES: the receiver, or Shutdown().
+  void CloseBrokenLocked();
   void RunDeferred();
   // Empties an eventfd, so that the next poll waits again.
   static void Drain(int fd);
@@ -142,8 +147,9 @@ class RpcClient {
   void WakeWriterLocked();
   bool FlushLocked();
   void FailAllLocked(int err, std::vector<Callback>* out);
-  // Hands one reply to its call. Returns false when the reader thread, having
-  // handed out the last awaited reply, stopped being the receiver.
+  // Hands one reply to its call. Returns false when this thread stopped being
+  // the receiver: the reader thread after the last awaited reply, a CallSync's;
+  // a caller when a Call()'s reply came (left for the reader thread to run).
   bool HandleRecord(std::span<std::byte> record, bool reader_thread);
   void CheckTimeouts();
   bool ReconnectLocked();
@@ -179,6 +185,8 @@ class RpcClient {
   std::vector<std::pair<Callback, RpcReply>> deferred_;  // GUARDED_BY(mu_)
   // The stream's reassembly: used only by the current receiver (handed over under mu_).
   RecordReader records_;
+  // A receiver stopped between records: complete ones may wait in records_.
+  bool records_left_ = false;
   size_t send_offset_ = 0;
   std::atomic<uint32_t> next_xid_;
   bool shutdown_ = false;  // GUARDED_BY(mu_)

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <utility>
 
 #include "base/interruption.h"
 #include "base/logging.h"
@@ -40,6 +41,7 @@ bool RpcClient::HandleRecord(std::span<std::byte> record, bool reader_thread) {
   reply.results = std::span<const std::byte>(reply.record.get() + offset, record.size() - offset);
   Callback cb;
   bool inline_cb;
+  bool it_was_sync;
   bool still_receiver = true;
   {
     std::lock_guard lock(mu_);
@@ -50,16 +52,19 @@ bool RpcClient::HandleRecord(std::span<std::byte> record, bool reader_thread) {
       return true;
     }
     cb = std::move(it->second.cb);
-    inline_cb = reader_thread || it->second.any_thread;
+    it_was_sync = it->second.any_thread;
+    inline_cb = reader_thread || it_was_sync;
     pending_.erase(it);
     if (not_responding_) {
       not_responding_ = false;
       counters_.responding_again.fetch_add(1);
       log::Warn("nfsx: server {}:{} OK", host_, port_);
     }
-    // The last awaited reply: the socket is free before its caller wakes, so
-    // that caller's next call receives its own reply.
-    if (reader_thread && pending_.empty() && send_queue_.empty()) {
+    // The last awaited reply, a CallSync's: the socket is free before its caller
+    // wakes, so that caller's next call receives its own reply. After a Call()'s
+    // the reader thread keeps the socket: streams of Call()s never hand it back
+    // and forth.
+    if (reader_thread && inline_cb && it_was_sync && pending_.empty() && send_queue_.empty()) {
       receiver_ = Receiver::kNobody;
       still_receiver = false;
     }
@@ -71,13 +76,15 @@ bool RpcClient::HandleRecord(std::span<std::byte> record, bool reader_thread) {
   }
   // Callbacks of Call() may do real work and take the caller's locks: they run
   // on the reader thread, as promised, never on a caller that happens to receive.
+  // The caller then gives the socket back: Call()s are in flight, the reader
+  // thread's to receive.
   std::lock_guard lock(mu_);
+  if (deferred_.empty()) Wake(wake_fd_);  // else a wake is on its way already
   deferred_.emplace_back(std::move(cb), std::move(reply));
-  Wake(wake_fd_);
-  return true;
+  return false;
 }
 
-bool RpcClient::ReceiveAvailable(int fd, bool reader_thread) {
+RpcClient::Received RpcClient::ReceiveAvailable(int fd, bool reader_thread) {
   bool read_more = true;
   for (;;) {
     // Records buffered already come first: a receiver before us may have
@@ -85,28 +92,30 @@ bool RpcClient::ReceiveAvailable(int fd, bool reader_thread) {
     std::span<std::byte> record;
     RecordReader::Status st;
     while ((st = records_.Next(&record)) == RecordReader::Status::kRecord) {
-      if (!HandleRecord(record, reader_thread)) return true;  // no longer the receiver
+      if (!HandleRecord(record, reader_thread)) {
+        records_left_ = true;  // for the next receiver, before it waits on the socket
+        return Received::kStopped;
+      }
     }
     if (st == RecordReader::Status::kTooLarge) {
       counters_.bad_replies.fetch_add(1);
       log::Warn("rpc client: reply from {}:{} exceeds {} bytes", host_, port_,
                 records_.max_record());
-      return false;
+      return Received::kBroken;
     }
-    if (!read_more) return true;
+    if (!read_more) return Received::kAll;
     std::span<std::byte> space = records_.PrepareWrite();
     ssize_t n = ::read(fd, space.data(), space.size());
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return false;
-    if (n < 0) return true;
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return Received::kBroken;
+    if (n < 0) return Received::kAll;
     records_.CommitWrite(static_cast<size_t>(n));
     read_more = static_cast<size_t>(n) == space.size();
   }
 }
 
-void RpcClient::CloseBrokenLocked(std::vector<Callback>* failed) {
+void RpcClient::CloseBrokenLocked() {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
-  if (!options_.reconnect) FailAllLocked(ECONNRESET, failed);
 }
 
 void RpcClient::RunDeferred() {
@@ -125,8 +134,9 @@ void RpcClient::ReceiveAsCaller(const std::function<bool()>& done) {
     std::lock_guard lock(mu_);
     fd = fd_;  // only the receiver closes it: it stays ours until we give the socket back
   }
-  bool usable = true;
-  while (usable && !done() && !InterruptScope::Interrupted()) {
+  Received got = Received::kAll;
+  if (std::exchange(records_left_, false)) got = ReceiveAvailable(fd, false);
+  while (got == Received::kAll && !done() && !InterruptScope::Interrupted()) {
     pollfd fds[2] = {{fd, POLLIN, 0}, {caller_wake_fd_, POLLIN, 0}};
     {
       std::lock_guard lock(mu_);
@@ -143,18 +153,16 @@ void RpcClient::ReceiveAsCaller(const std::function<bool()>& done) {
       std::lock_guard lock(mu_);
       FlushLocked();
     }
-    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) usable = ReceiveAvailable(fd, false);
+    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) got = ReceiveAvailable(fd, false);
   }
-  std::vector<Callback> failed;
-  {
-    std::lock_guard lock(mu_);
-    if (!usable && !shutdown_) CloseBrokenLocked(&failed);  // else Shutdown() closes it
-    receiver_ = Receiver::kNobody;
-    // Calls still waiting (or a socket to reopen): the reader thread takes over.
-    if (!pending_.empty() || !send_queue_.empty() || fd_ < 0 || shutdown_) Wake(wake_fd_);
-    receiver_cv_.notify_all();
-  }
-  for (auto& cb : failed) cb(Fail(ECONNRESET));
+  std::lock_guard lock(mu_);
+  // The reader thread fails the calls of a broken connection, or reconnects;
+  // Shutdown() closes the socket itself.
+  if (got == Received::kBroken && !shutdown_) CloseBrokenLocked();
+  receiver_ = Receiver::kNobody;
+  // Calls still waiting (or a socket to reopen): the reader thread takes over.
+  if (!pending_.empty() || !send_queue_.empty() || fd_ < 0 || shutdown_) Wake(wake_fd_);
+  receiver_cv_.notify_all();
 }
 
 void RpcClient::ReaderLoop() {
@@ -164,9 +172,19 @@ void RpcClient::ReaderLoop() {
     pollfd fds[2];
     int nfds = 1;
     fds[0] = {wake_fd_, POLLIN, 0};
+    bool records_first = false;
     {
       std::unique_lock lock(mu_);
       if (shutdown_) return;
+      if (fd_ < 0 && !options_.reconnect && !pending_.empty()) {
+        // Broken, and not to be reopened: every call fails, here and not on
+        // whichever caller was receiving.
+        std::vector<Callback> failed;
+        FailAllLocked(ECONNRESET, &failed);
+        lock.unlock();
+        for (auto& cb : failed) cb(Fail(ECONNRESET));
+        continue;
+      }
       if (receiver_ != Receiver::kCaller && fd_ < 0) {
         receiver_ = Receiver::kReaderThread;
         // Disconnected: keep trying while calls wait; they time out meanwhile.
@@ -184,32 +202,42 @@ void RpcClient::ReaderLoop() {
         reconnect_backoff_ = std::chrono::milliseconds(100);
         records_ = RecordReader(options_.max_record);
       }
-      if (receiver_ != Receiver::kCaller) {
-        // With nothing to send or receive the socket is left for a synchronous
-        // caller to receive its own reply.
-        bool idle = pending_.empty() && send_queue_.empty();
-        receiver_ = idle ? Receiver::kNobody : Receiver::kReaderThread;
+      if (receiver_ == Receiver::kNobody && (!pending_.empty() || !send_queue_.empty())) {
+        receiver_ = Receiver::kReaderThread;
       }
       if (receiver_ == Receiver::kReaderThread) {
         fds[1] = {fd_, static_cast<short>(POLLIN | (send_queue_.empty() ? 0 : POLLOUT)), 0};
         nfds = 2;
+        // Replies a caller left in records_ come first: the socket may have nothing more.
+        records_first = std::exchange(records_left_, false);
+      } else if (receiver_ == Receiver::kNobody && fd_ >= 0) {
+        // Nobody reads, but a server closing the idle connection is noticed (and
+        // the connection reopened) now rather than by the next call.
+        fds[1] = {fd_, POLLRDHUP, 0};
+        nfds = 2;
       }
     }
-    int rc = poll(fds, nfds, 200);
+    int rc = records_first ? 0 : poll(fds, nfds, 200);
     if (rc < 0 && errno != EINTR) break;
+    if (records_first) fds[0].revents = fds[1].revents = 0;
     if (fds[0].revents & POLLIN) Drain(wake_fd_);
+    if (nfds == 2 && fds[1].events == POLLRDHUP) {
+      std::lock_guard lock(mu_);
+      // Still nobody's and still ours: read it, to see the end of the stream.
+      bool closed = fds[1].revents & (POLLRDHUP | POLLHUP | POLLERR);
+      if (closed && receiver_ == Receiver::kNobody && fd_ == fds[1].fd) {
+        receiver_ = Receiver::kReaderThread;
+      }
+      continue;
+    }
     if (nfds == 2 && (fds[1].revents & POLLOUT)) {
       std::lock_guard lock(mu_);
       FlushLocked();
     }
-    if (nfds == 2 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) &&
-        !ReceiveAvailable(fds[1].fd, true)) {
-      std::vector<Callback> failed;
-      {
-        std::lock_guard lock(mu_);
-        CloseBrokenLocked(&failed);
-      }
-      for (auto& cb : failed) cb(Fail(ECONNRESET));
+    bool readable = records_first || (nfds == 2 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)));
+    if (readable && ReceiveAvailable(fds[1].fd, true) == Received::kBroken) {
+      std::lock_guard lock(mu_);
+      CloseBrokenLocked();
     }
     auto now = Clock::now();
     if (now - last_check > std::chrono::milliseconds(100)) {
