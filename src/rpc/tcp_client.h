@@ -186,6 +186,7 @@ class RpcClient {
   // The stream's reassembly: used only by the current receiver (handed over under mu_).
   RecordReader records_;
   // A receiver stopped between records: complete ones may wait in records_.
+  // Set when the socket changes hands, under mu_.
   bool records_left_ = false;
   size_t send_offset_ = 0;
   std::atomic<uint32_t> next_xid_;

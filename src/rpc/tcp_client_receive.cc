@@ -66,6 +66,7 @@ bool RpcClient::HandleRecord(std::span<std::byte> record, bool reader_thread) {
     // and forth.
     if (reader_thread && inline_cb && it_was_sync && pending_.empty() && send_queue_.empty()) {
       receiver_ = Receiver::kNobody;
+      records_left_ = true;  // for the next receiver, before it waits on the socket
       still_receiver = false;
     }
   }
@@ -92,10 +93,7 @@ RpcClient::Received RpcClient::ReceiveAvailable(int fd, bool reader_thread) {
     std::span<std::byte> record;
     RecordReader::Status st;
     while ((st = records_.Next(&record)) == RecordReader::Status::kRecord) {
-      if (!HandleRecord(record, reader_thread)) {
-        records_left_ = true;  // for the next receiver, before it waits on the socket
-        return Received::kStopped;
-      }
+      if (!HandleRecord(record, reader_thread)) return Received::kStopped;
     }
     if (st == RecordReader::Status::kTooLarge) {
       counters_.bad_replies.fetch_add(1);
@@ -159,6 +157,7 @@ void RpcClient::ReceiveAsCaller(const std::function<bool()>& done) {
   // The reader thread fails the calls of a broken connection, or reconnects;
   // Shutdown() closes the socket itself.
   if (got == Received::kBroken && !shutdown_) CloseBrokenLocked();
+  if (got == Received::kStopped) records_left_ = true;
   receiver_ = Receiver::kNobody;
   // Calls still waiting (or a socket to reopen): the reader thread takes over.
   if (!pending_.empty() || !send_queue_.empty() || fd_ < 0 || shutdown_) Wake(wake_fd_);
