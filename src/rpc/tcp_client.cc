@@ -87,20 +87,22 @@ void RpcClient::Shutdown() {
     }
     Wake(wake_fd_);
     if (reader_.joinable()) reader_.join();
-    std::vector<std::pair<Callback, RpcReply>> answered;
-    std::vector<Callback> failed;
     {
       std::unique_lock lock(mu_);
       receiver_cv_.wait(lock, [&] { return receiver_ != Receiver::kCaller; });
-      answered.swap(deferred_);
+    }
+    // Nobody receives any more (Send refuses calls now): what a caller left for
+    // the reader thread runs here, then everything still waiting fails.
+    RunDeferred();
+    std::vector<Callback> failed;
+    {
+      std::lock_guard lock(mu_);
       FailAllLocked(ESHUTDOWN, &failed);
       if (fd_ >= 0) ::close(fd_);
       fd_ = -1;
     }
-    for (auto& [cb, reply] : answered) cb(std::move(reply));
     for (auto& cb : failed) cb(Fail(ESHUTDOWN));
     // The callbacks (and what they captured) go here too, not on another thread.
-    answered.clear();
     failed.clear();
   });
 }
@@ -162,6 +164,7 @@ uint32_t RpcClient::Send(uint32_t prog, uint32_t vers, uint32_t proc, const Cred
       xid, Pending{request, std::move(cb), Clock::now() + options_.timeout, 0, receive != nullptr});
   if (fd_ < 0) return xid;  // the reader thread is reconnecting; it sends everything then
   send_queue_.push_back(std::move(request));
+  // A longer queue is being written out already by whoever polls for POLLOUT.
   bool flushed = send_queue_.size() > 1 || FlushLocked();
   if (receive && receiver_ == Receiver::kNobody) {
     receiver_ = Receiver::kCaller;

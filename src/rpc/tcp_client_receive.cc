@@ -64,7 +64,7 @@ bool RpcClient::HandleRecord(std::span<std::byte> record, bool reader_thread) {
     // wakes, so that caller's next call receives its own reply. After a Call()'s
     // the reader thread keeps the socket: streams of Call()s never hand it back
     // and forth.
-    if (reader_thread && inline_cb && it_was_sync && pending_.empty() && send_queue_.empty()) {
+    if (reader_thread && it_was_sync && pending_.empty() && send_queue_.empty()) {
       receiver_ = Receiver::kNobody;
       records_left_ = true;  // for the next receiver, before it waits on the socket
       still_receiver = false;
@@ -218,7 +218,6 @@ void RpcClient::ReaderLoop() {
     }
     int rc = records_first ? 0 : poll(fds, nfds, 200);
     if (rc < 0 && errno != EINTR) break;
-    if (records_first) fds[0].revents = fds[1].revents = 0;
     if (fds[0].revents & POLLIN) Drain(wake_fd_);
     if (nfds == 2 && fds[1].events == POLLRDHUP) {
       std::lock_guard lock(mu_);

@@ -40,6 +40,14 @@ Program NullAndEcho() {
   return p;
 }
 
+// An ECHO of `payload` that came back whole.
+bool EchoedBack(const Result<RpcReply>& r, std::span<const std::byte> payload) {
+  if (!r || !r->header.ok()) return false;
+  xdr::XdrDecoder d(r->results);
+  auto back = d.OpaqueView(1 << 24);
+  return d.ok() && std::ranges::equal(back, payload);
+}
+
 // A raw socket connected to the loopback `port` (with a receive buffer of
 // `rcvbuf` bytes if given), for what no well-behaved client would do.
 int RawSocketTo(uint16_t port, int rcvbuf = 0) {
@@ -118,12 +126,7 @@ TEST_F(TcpTest, ManyClientsManyCallsInFlight) {
         client->Call(
             kProg, kVers, kEcho, {}, [&](xdr::XdrEncoder& e) { e.Bytes(payload); },
             [&, payload](Result<RpcReply> r) {
-              if (r && r->header.ok()) {
-                xdr::XdrDecoder d(r->results);
-                auto back = d.OpaqueView(1 << 20);
-                if (d.ok() && std::equal(back.begin(), back.end(), payload.begin(), payload.end()))
-                  good.fetch_add(1);
-              }
+              if (EchoedBack(r, payload)) good.fetch_add(1);
               done.count_down();
             });
       }
@@ -564,14 +567,6 @@ TEST_F(TcpTest, ClientFailsCallsWhenServerGoesAwayWithoutReconnect) {
   server_->Stop();  // waits for the sleeping call and answers it
   done.wait();
   EXPECT_EQ(err, 0);
-}
-
-// An ECHO of `payload` that came back whole.
-bool EchoedBack(const Result<RpcReply>& r, std::span<const std::byte> payload) {
-  if (!r || !r->header.ok()) return false;
-  xdr::XdrDecoder d(r->results);
-  auto back = d.OpaqueView(1 << 24);
-  return d.ok() && std::ranges::equal(back, payload);
 }
 
 // #11: a synchronous call with nothing else in flight is received by the thread
