@@ -95,7 +95,9 @@ struct WireStats {
   uint64_t nfs_calls[22] = {};
   uint64_t write_bytes = 0;  // payload of WRITE calls
   uint64_t read_bytes = 0;   // payload of READ replies
-  uint64_t resent_bytes = 0;  // WRITE payload sent again after a verifier mismatch
+  // READ payload read from the socket straight into its final place (no copy).
+  uint64_t read_bytes_landed = 0;
+  uint64_t resent_bytes = 0;   // WRITE payload sent again after a verifier mismatch
   uint64_t invalidations = 0;  // data caches dropped because of someone else's change
 };
 
@@ -110,7 +112,8 @@ class Client {
   //   &actimeo=&acregmin=&acregmax=&acdirmin=&acdirmax=&noac=1&nocto=1&uid=&gid=]
   // Mounts the longest prefix of the path that the server exports; the rest is
   // reachable as path_in_export().
-  static Result<std::unique_ptr<Client>> Connect(std::string_view url, std::string* error = nullptr);
+  static Result<std::unique_ptr<Client>> Connect(std::string_view url,
+                                                 std::string* error = nullptr);
   static Result<std::unique_ptr<Client>> Connect(std::string_view url, ClientOptions options,
                                                  std::string* error = nullptr);
   virtual ~Client() = default;

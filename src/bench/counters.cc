@@ -30,6 +30,7 @@ WireStats operator+(const WireStats& a, const WireStats& b) {
   for (int i = 0; i < 22; ++i) s.nfs_calls[i] += b.nfs_calls[i];
   s.write_bytes += b.write_bytes;
   s.read_bytes += b.read_bytes;
+  s.read_bytes_landed += b.read_bytes_landed;
   s.resent_bytes += b.resent_bytes;
   s.invalidations += b.invalidations;
   return s;
@@ -43,6 +44,7 @@ WireStats operator-(const WireStats& a, const WireStats& b) {
   for (int i = 0; i < 22; ++i) s.nfs_calls[i] -= b.nfs_calls[i];
   s.write_bytes -= b.write_bytes;
   s.read_bytes -= b.read_bytes;
+  s.read_bytes_landed -= b.read_bytes_landed;
   s.resent_bytes -= b.resent_bytes;
   s.invalidations -= b.invalidations;
   return s;
@@ -56,6 +58,7 @@ Json WireJson(const WireStats& s) {
   out.Set("reconnects", s.reconnects);
   out.Set("write_bytes", s.write_bytes);
   out.Set("read_bytes", s.read_bytes);
+  out.Set("read_bytes_landed", s.read_bytes_landed);
   out.Set("resent_bytes", s.resent_bytes);
   out.Set("invalidations", s.invalidations);
   return out;

@@ -16,6 +16,30 @@ Result<std::unique_ptr<Channel>> Channel::Open(const std::string& host, uint16_t
   return std::unique_ptr<Channel>(new Channel(std::move(conns), std::move(cred)));
 }
 
+Result<nfs3::READ3res> Channel::ReadSync(const nfs3::nfs_fh3& fh, uint64_t offset,
+                                         std::span<std::byte> dest) {
+  nfs3::READ3args args{fh, offset, static_cast<uint32_t>(dest.size())};
+  rpc::ReplyLanding landing = ReadLanding(dest);
+  return RetryJukebox<nfs3::READ3res>(nfs3::nfsproc3::READ, [&]() -> Result<nfs3::READ3res> {
+    auto reply = Next().CallSync(
+        nfs3::NFS_PROGRAM, nfs3::NFS_V3, static_cast<uint32_t>(nfs3::nfsproc3::READ),
+        ActingAs::Or(cred_), [&](xdr::XdrEncoder& e) { e(args); }, &landing);
+    auto res = DecodeReply<nfs3::READ3res>(reply);
+    if (res) PlaceReadData(*res, *reply, dest);
+    return res;
+  });
+}
+
+void Channel::Read(const nfs3::nfs_fh3& fh, uint64_t offset, std::span<std::byte> dest,
+                   std::function<void(Result<nfs3::READ3res>)> done) {
+  Count(nfs3::nfsproc3::READ);
+  Send<nfs3::READ3res>(
+      nfs3::nfsproc3::READ,
+      std::make_shared<const nfs3::READ3args>(fh, offset, static_cast<uint32_t>(dest.size())),
+      ActingAs::Or(cred_), std::move(done), kFirstJukeboxDelay,
+      std::make_shared<const rpc::ReplyLanding>(ReadLanding(dest)));
+}
+
 void Channel::Shutdown() {
   for (auto& c : conns_) c->Shutdown();
   // Retries still waiting run now, against shut-down connections: each caller
@@ -38,6 +62,7 @@ WireStats Channel::stats() const {
   for (const auto& c : conns_) {
     s.retransmits += c->counters().retransmits.load();
     s.reconnects += c->counters().reconnects.load();
+    s.read_bytes_landed += c->counters().landed_bytes.load();
   }
   s.write_bytes = write_bytes_.load();
   s.read_bytes = read_bytes_.load();

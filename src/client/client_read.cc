@@ -224,8 +224,8 @@ Result<size_t> ClientCore::ReadDirect(const InodePtr& ino, uint64_t offset,
   while (done < out.size()) {
     uint32_t count = static_cast<uint32_t>(std::min<uint64_t>(rsize_, out.size() - done));
     auto token = BeginCall(ino, Kind::kObserve);
-    auto r =
-        channel_->CallSync<READ3res>(nfsproc3::READ, READ3args{ino->fh(), offset + done, count});
+    // The data lands in the caller's buffer straight from the socket.
+    auto r = channel_->ReadSync(ino->fh(), offset + done, out.subspan(done, count));
     if (!r) {
       EndCall(ino, token, std::nullopt, std::nullopt);
       return std::unexpected(r.error());
@@ -235,9 +235,7 @@ Result<size_t> ClientCore::ReadDirect(const InodePtr& ino, uint64_t offset,
       return Fail(ErrnoFromNfsStat(r->status));
     }
     EndCall(ino, token, std::nullopt, r->resok.file_attributes);
-    auto data = r->resok.data.bytes;
-    size_t n = std::min(data.size(), out.size() - done);
-    std::memcpy(out.data() + done, data.data(), n);
+    size_t n = r->resok.data.bytes.size();
     channel_->AddReadBytes(n);
     done += n;
     if (r->resok.eof || n == 0) break;

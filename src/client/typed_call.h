@@ -3,6 +3,7 @@
 #pragma once
 
 #include "base/result.h"
+#include "proto/nfs3_types.h"
 #include "rpc/tcp_client.h"
 #include "xdr/xdr.h"
 
@@ -23,6 +24,14 @@ Result<Res> DecodeReply(const Result<rpc::RpcReply>& reply) {
   if (!d.ok()) return Fail(EBADMSG);
   return res;
 }
+
+// A READ reply's data as the front of `dest`, whether the receiver read it
+// there (a landing) or it came in the reply record (copied now). Data beyond
+// `dest`, which a server should not send, is not kept.
+void PlaceReadData(nfs3::READ3res& res, const rpc::RpcReply& reply, std::span<std::byte> dest);
+
+// A landing for READ data into `dest`.
+rpc::ReplyLanding ReadLanding(std::span<std::byte> dest);
 
 template <class Res, class Args>
 Result<Res> CallSync(rpc::RpcClient& client, uint32_t prog, uint32_t vers, uint32_t proc,

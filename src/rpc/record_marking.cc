@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "xdr/xdr.h"
 
@@ -30,6 +31,14 @@ void RecordReader::Compact() {
 }
 
 std::span<std::byte> RecordReader::PrepareWrite(size_t min) {
+  if (IntoDestination()) {
+    return dest_.subspan(dest_filled_, std::min(dest_.size() - dest_filled_, divert_left_));
+  }
+  if (divert_left_ > 0) {
+    // Diverted bytes past the destination: read into scratch and dropped.
+    if (capacity_ == end_) Reserve(std::max<size_t>(end_ + 64 * 1024, capacity_ * 2));
+    return {buf_.get() + end_, std::min(capacity_ - end_, divert_left_)};
+  }
   Compact();
   size_t want = min;
   if (in_fragment_) {
@@ -39,6 +48,37 @@ std::span<std::byte> RecordReader::PrepareWrite(size_t min) {
   }
   if (capacity_ - end_ < want) Reserve(std::max(end_ + want, capacity_ * 2));
   return {buf_.get() + end_, capacity_ - end_};
+}
+
+void RecordReader::CommitWrite(size_t n) {
+  if (divert_left_ == 0) {
+    end_ += n;
+    return;
+  }
+  if (IntoDestination()) dest_filled_ += n;
+  divert_left_ -= n;
+}
+
+bool RecordReader::CurrentIncomplete(Incomplete* out) {
+  if (!in_fragment_ || !last_fragment_ || record_len_ != 0 || diverted_) return false;
+  size_t have = end_ - fragment_data_;
+  if (have >= fragment_len_) return false;
+  *out = {{buf_.get() + fragment_data_, have}, fragment_len_};
+  return true;
+}
+
+void RecordReader::Divert(size_t at, size_t len, std::span<std::byte> dest) {
+  size_t from = fragment_data_ + at;
+  size_t buffered = std::min(end_ - from, len);
+  size_t copy = std::min(buffered, dest.size());
+  if (copy > 0) std::memcpy(dest.data(), buf_.get() + from, copy);
+  std::memmove(buf_.get() + from, buf_.get() + from + buffered, end_ - from - buffered);
+  end_ -= buffered;
+  fragment_len_ -= len;
+  diverted_ = true;
+  divert_left_ = len - buffered;
+  dest_ = dest;
+  dest_filled_ = copy;
 }
 
 RecordReader::Status RecordReader::Next(std::span<std::byte>* record) {
@@ -53,7 +93,7 @@ RecordReader::Status RecordReader::Next(std::span<std::byte>* record) {
       if (record_len_ == 0) record_start_ = fragment_data_;
       in_fragment_ = true;
     }
-    if (end_ - fragment_data_ < fragment_len_) return Status::kNeedMore;
+    if (divert_left_ > 0 || end_ - fragment_data_ < fragment_len_) return Status::kNeedMore;
     // A later fragment moves down over the marks between it and the record so far.
     size_t dest = record_start_ + record_len_;
     if (dest != fragment_data_) {
@@ -65,6 +105,10 @@ RecordReader::Status RecordReader::Next(std::span<std::byte>* record) {
     if (last_fragment_) {
       *record = {buf_.get() + record_start_, record_len_};
       record_len_ = 0;
+      last_diverted_ = std::exchange(diverted_, false);
+      last_landed_ = last_diverted_ ? dest_filled_ : 0;
+      dest_ = {};
+      dest_filled_ = 0;
       return Status::kRecord;
     }
   }

@@ -30,10 +30,35 @@ class RecordReader {
   explicit RecordReader(size_t max_record);
 
   // Space to receive at least `min` bytes (more when a known fragment needs it).
-  // Invalidates spans returned by Next().
+  // Invalidates spans returned by Next(). While a diversion has bytes left, the
+  // span is the diversion's destination (see IntoDestination()), or scratch for
+  // bytes to drop, and never reaches past the diverted bytes.
   std::span<std::byte> PrepareWrite(size_t min = 64 * 1024);
   // Declares that `n` bytes were written at the front of PrepareWrite()'s span.
-  void CommitWrite(size_t n) { end_ += n; }
+  void CommitWrite(size_t n);
+
+  // The record being received, while it is one fragment, not complete yet and
+  // not diverted: the bytes buffered so far (writable, valid until
+  // PrepareWrite()) and its full length.
+  struct Incomplete {
+    std::span<std::byte> head;
+    size_t length = 0;
+  };
+  bool CurrentIncomplete(Incomplete* out);
+  // Takes bytes [at, at + len) out of the incomplete record: the first
+  // dest.size() of them go to `dest` (those buffered already are copied now,
+  // the others are read there), the rest are dropped, and the record comes out
+  // of Next() without them. REQUIRES: CurrentIncomplete() and
+  // at <= head.size(), at + len <= length.
+  void Divert(size_t at, size_t len, std::span<std::byte> dest);
+  // PrepareWrite()'s span is the diversion's destination.
+  bool IntoDestination() const { return divert_left_ > 0 && dest_filled_ < dest_.size(); }
+  // What is left of the diversion is dropped instead of written to its destination.
+  void StopFillingDestination() { dest_ = dest_.first(dest_filled_); }
+  // For the record Next() returned last: whether bytes of it were diverted, and
+  // how many reached the destination.
+  bool last_diverted() const { return last_diverted_; }
+  size_t last_landed() const { return last_landed_; }
 
   // Extracts the next complete record. The span stays valid until PrepareWrite().
   Status Next(std::span<std::byte>* record);
@@ -60,7 +85,15 @@ class RecordReader {
   bool in_fragment_ = false;
   bool last_fragment_ = false;
   size_t fragment_data_ = 0;  // start of the current fragment's data
-  size_t fragment_len_ = 0;
+  size_t fragment_len_ = 0;   // without the bytes diverted from it
+  // The current record's diversion: bytes still to come off the stream, and
+  // where they land.
+  bool diverted_ = false;
+  size_t divert_left_ = 0;
+  std::span<std::byte> dest_;
+  size_t dest_filled_ = 0;
+  bool last_diverted_ = false;
+  size_t last_landed_ = 0;
 };
 
 // Reserves room for a record mark at the start of `out`; call before encoding.

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -122,6 +124,134 @@ TEST(RecordReaderTest, PartialRecordIsReportedAndShrinkKeepsIt) {
   r.CommitWrite(stream.size() - 100);
   ASSERT_EQ(r.Next(&rec), RecordReader::Status::kRecord);
   EXPECT_EQ(rec.size(), 2000u);
+}
+
+// Feeds `stream` in reads of at most `chunk` bytes, diverting the first record's
+// bytes [at, at + len) to `dest` as soon as `head` of its bytes are buffered.
+std::vector<std::string> FeedDiverting(RecordReader& r, const std::vector<std::byte>& stream,
+                                       size_t chunk, size_t head, size_t at, size_t len,
+                                       std::span<std::byte> dest, size_t* landed) {
+  std::vector<std::string> got;
+  bool diverted = false;
+  size_t pos = 0;
+  while (pos < stream.size()) {
+    RecordReader::Incomplete inc;
+    if (!diverted && r.CurrentIncomplete(&inc) && inc.head.size() >= head) {
+      r.Divert(at, len, dest);
+      diverted = true;
+    }
+    auto space = r.PrepareWrite(chunk);
+    size_t n = std::min({chunk, space.size(), stream.size() - pos});
+    std::memcpy(space.data(), stream.data() + pos, n);
+    r.CommitWrite(n);
+    pos += n;
+    std::span<std::byte> rec;
+    while (r.Next(&rec) == RecordReader::Status::kRecord) {
+      if (r.last_diverted()) *landed = r.last_landed();
+      got.emplace_back(reinterpret_cast<const char*>(rec.data()), rec.size());
+    }
+  }
+  EXPECT_TRUE(diverted);
+  return got;
+}
+
+std::string Str(std::span<const std::byte> b) {
+  return {reinterpret_cast<const char*>(b.data()), b.size()};
+}
+
+// Whatever the reads' sizes, the diverted bytes reach the destination, the
+// record comes out without them, and the next record is untouched.
+TEST(RecordReaderTest, DivertedBytesLandInTheDestinationAndLeaveTheRecord) {
+  std::string body = "HEAD" + std::string(300, 'x') + "0123456789" + std::string(200, 'y') + "TAIL";
+  for (size_t i = 0; i < 300; ++i) body[4 + i] = static_cast<char>('a' + i % 26);
+  auto stream = Frame({{body, {body.size()}}, {"next", {4}}});
+  for (size_t chunk : {1, 7, 64, 200}) {  // the record arrives in pieces
+    for (size_t head : {4, 10, 100}) {
+      RecordReader r(1 << 20);
+      std::vector<std::byte> dest(300);
+      size_t landed = 0;
+      auto got = FeedDiverting(r, stream, chunk, head, 4, 300, dest, &landed);
+      ASSERT_EQ(got.size(), 2u) << chunk << " " << head;
+      EXPECT_EQ(got[0], "HEAD0123456789" + std::string(200, 'y') + "TAIL") << chunk << " " << head;
+      EXPECT_EQ(got[1], "next");
+      EXPECT_EQ(landed, 300u);
+      EXPECT_EQ(Str(dest), body.substr(4, 300)) << chunk << " " << head;
+    }
+  }
+}
+
+// A destination smaller than the diverted bytes keeps their front; the rest are
+// dropped, not written past its end and not left in the record.
+TEST(RecordReaderTest, DivertedBytesBeyondTheDestinationAreDropped) {
+  std::string body = "HD" + std::string(1000, 'z') + "T";
+  for (size_t i = 0; i < 1000; ++i) body[2 + i] = static_cast<char>('A' + i % 26);
+  auto stream = Frame({{body, {body.size()}}, {"after", {5}}});
+  for (size_t chunk : {3, 100, 500}) {
+    RecordReader r(1 << 20);
+    std::vector<std::byte> storage(110, std::byte{0x55});
+    std::span<std::byte> dest(storage.data(), 100);  // 10 guard bytes behind it
+    size_t landed = 0;
+    auto got = FeedDiverting(r, stream, chunk, 2, 2, 1000, dest, &landed);
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0], "HDT");
+    EXPECT_EQ(got[1], "after");
+    EXPECT_EQ(landed, 100u);
+    EXPECT_EQ(Str(dest), body.substr(2, 100));
+    for (size_t i = 100; i < 110; ++i) EXPECT_EQ(storage[i], std::byte{0x55}) << chunk;
+  }
+}
+
+// When the destination's owner is gone mid-way, the rest is read and dropped.
+TEST(RecordReaderTest, StoppingFillingTheDestinationDropsTheRest) {
+  std::string body = "H" + std::string(500, 'q') + "E";
+  auto stream = Frame({{body, {body.size()}}});
+  RecordReader r(1 << 20);
+  std::vector<std::byte> dest(500, std::byte{0});
+  auto space = r.PrepareWrite(10);
+  std::memcpy(space.data(), stream.data(), 10);  // mark + "H" + 5 bytes
+  r.CommitWrite(10);
+  std::span<std::byte> rec;
+  ASSERT_EQ(r.Next(&rec), RecordReader::Status::kNeedMore);
+  RecordReader::Incomplete inc;
+  ASSERT_TRUE(r.CurrentIncomplete(&inc));
+  EXPECT_EQ(inc.length, body.size());
+  r.Divert(1, 500, dest);
+  EXPECT_FALSE(r.CurrentIncomplete(&inc));  // once per record
+  ASSERT_TRUE(r.IntoDestination());
+  space = r.PrepareWrite();
+  ASSERT_EQ(space.data(), dest.data() + 5);
+  EXPECT_EQ(space.size(), 495u);
+  std::memcpy(space.data(), stream.data() + 10, 95);
+  r.CommitWrite(95);
+  r.StopFillingDestination();
+  size_t pos = 105;
+  while (pos < stream.size()) {
+    EXPECT_FALSE(r.IntoDestination());
+    space = r.PrepareWrite();
+    size_t n = std::min(space.size(), stream.size() - pos);
+    std::memcpy(space.data(), stream.data() + pos, n);
+    r.CommitWrite(n);
+    pos += n;
+  }
+  ASSERT_EQ(r.Next(&rec), RecordReader::Status::kRecord);
+  EXPECT_EQ(Str(rec), "HE");
+  EXPECT_TRUE(r.last_diverted());
+  EXPECT_EQ(r.last_landed(), 100u);
+  for (size_t i = 100; i < 500; ++i) ASSERT_EQ(dest[i], std::byte{0}) << i;
+}
+
+// Records in several fragments are never offered for diversion.
+TEST(RecordReaderTest, AFragmentedRecordIsNotOfferedForDiversion) {
+  std::string body(100, 'f');
+  auto stream = Frame({{body, {50, 50}}});
+  RecordReader r(1 << 20);
+  auto space = r.PrepareWrite(80);
+  std::memcpy(space.data(), stream.data(), 80);
+  r.CommitWrite(80);
+  std::span<std::byte> rec;
+  ASSERT_EQ(r.Next(&rec), RecordReader::Status::kNeedMore);
+  RecordReader::Incomplete inc;
+  EXPECT_FALSE(r.CurrentIncomplete(&inc));
 }
 
 }  // namespace

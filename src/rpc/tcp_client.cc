@@ -138,12 +138,13 @@ Result<int> RpcClient::Dial() {
 }
 
 void RpcClient::Call(uint32_t prog, uint32_t vers, uint32_t proc, const Credential& cred,
-                     const ArgsEncoder& args, Callback cb) {
-  Send(prog, vers, proc, cred, args, std::move(cb));
+                     const ArgsEncoder& args, Callback cb, const ReplyLanding* landing) {
+  Send(prog, vers, proc, cred, args, std::move(cb), landing);
 }
 
 uint32_t RpcClient::Send(uint32_t prog, uint32_t vers, uint32_t proc, const Credential& cred,
-                         const ArgsEncoder& args, Callback cb, bool* receive) {
+                         const ArgsEncoder& args, Callback cb, const ReplyLanding* landing,
+                         bool* receive) {
   uint32_t xid = next_xid_.fetch_add(1, std::memory_order_relaxed);
   auto request = std::make_shared<OutBuffer>();
   BeginRecord(request.get());
@@ -160,8 +161,8 @@ uint32_t RpcClient::Send(uint32_t prog, uint32_t vers, uint32_t proc, const Cred
     cb(Fail(err));
     return xid;
   }
-  pending_.emplace(
-      xid, Pending{request, std::move(cb), Clock::now() + options_.timeout, 0, receive != nullptr});
+  pending_.emplace(xid, Pending{request, std::move(cb), Clock::now() + options_.timeout, 0,
+                                receive != nullptr, landing});
   if (fd_ < 0) return xid;  // the reader thread is reconnecting; it sends everything then
   send_queue_.push_back(std::move(request));
   // A longer queue is being written out already by whoever polls for POLLOUT.
@@ -180,17 +181,27 @@ uint32_t RpcClient::Send(uint32_t prog, uint32_t vers, uint32_t proc, const Cred
 void RpcClient::Cancel(uint32_t xid, int err) {
   Callback cb;
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     auto it = pending_.find(xid);
     if (it == pending_.end()) return;  // answered meanwhile
     cb = std::move(it->second.cb);
+    const ReplyLanding* landing = it->second.landing;
     pending_.erase(it);
+    WaitLandingReleasedLocked(lock, landing);
   }
   cb(Fail(err));
 }
 
+void RpcClient::WaitLandingReleasedLocked(std::unique_lock<std::mutex>& lock,
+                                          const ReplyLanding* landing) {
+  // The call is out of pending_: once the receiver's read into it ends, no
+  // other begins, and the callback may hand the memory back to its owner.
+  if (landing) landing_cv_.wait(lock, [&] { return landing_in_use_ != landing; });
+}
+
 Result<RpcReply> RpcClient::CallSync(uint32_t prog, uint32_t vers, uint32_t proc,
-                                     const Credential& cred, const ArgsEncoder& args) {
+                                     const Credential& cred, const ArgsEncoder& args,
+                                     const ReplyLanding* landing) {
   struct Waiter {
     std::mutex mu;
     std::condition_variable cv;
@@ -215,7 +226,7 @@ Result<RpcReply> RpcClient::CallSync(uint32_t prog, uint32_t vers, uint32_t proc
         // Ended elsewhere (a timeout, a cancel, a shutdown) while its caller polls the socket.
         if (w->receiving.load() && std::this_thread::get_id() != w->caller) Wake(caller_wake_fd_);
       },
-      &receive);
+      landing, &receive);
   auto done = [&] {
     std::lock_guard lock(w->mu);
     return w->done;
@@ -281,6 +292,8 @@ void RpcClient::WakeWriterLocked() {
   Wake(receiver_ == Receiver::kCaller ? caller_wake_fd_ : wake_fd_);
 }
 
+// Nobody receives when this runs (Shutdown, or a connection that was closed and
+// is not reopened), so no landing is being written.
 void RpcClient::FailAllLocked(int err, std::vector<Callback>* out) {
   (void)err;
   for (auto& [xid, p] : pending_) out->push_back(std::move(p.cb));
@@ -316,9 +329,10 @@ bool RpcClient::ReconnectLocked() {
 
 void RpcClient::CheckTimeouts() {
   std::vector<Callback> expired;
+  std::vector<const ReplyLanding*> expired_landings;
   int timeout_error;
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     timeout_error = timeout_error_;
     auto now = Clock::now();
     for (auto it = pending_.begin(); it != pending_.end();) {
@@ -332,6 +346,7 @@ void RpcClient::CheckTimeouts() {
       if (p.retransmits >= options_.max_retransmits) {  // a major timeout
         if (!hard_) {
           expired.push_back(std::move(p.cb));
+          if (p.landing) expired_landings.push_back(p.landing);
           it = pending_.erase(it);
           continue;
         }
@@ -350,6 +365,7 @@ void RpcClient::CheckTimeouts() {
       ++it;
     }
     if (fd_ >= 0 && !FlushLocked()) WakeWriterLocked();
+    for (const ReplyLanding* l : expired_landings) WaitLandingReleasedLocked(lock, l);
   }
   for (auto& cb : expired) cb(Fail(timeout_error));
 }

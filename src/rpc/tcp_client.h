@@ -27,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -54,11 +55,31 @@ struct RpcClientOptions {
   bool privileged_port = false;  // bind a source port < 1024 (needs root)
 };
 
+// Where the bulk data of a call's reply (a READ's bytes) is to land: the
+// receiver reads it from the socket straight into `dest`, with no copy through
+// the reply record, when the reply is still arriving as its header is seen (a
+// reply read whole in one go is handed over as usual). `dest` and the landing
+// stay valid until the call's callback has run (CallSync: until it returns).
+struct ReplyLanding {
+  // Where the bulk opaque's length word lies in an accepted reply's results:
+  // its offset, kNoBulk (an error status: no data), or kNeedMore when
+  // `results`, a prefix, is too short to tell. Reads untrusted bytes.
+  static constexpr std::ptrdiff_t kNoBulk = -1;
+  static constexpr std::ptrdiff_t kNeedMore = -2;
+  using Locator = std::ptrdiff_t (*)(std::span<const std::byte> results);
+  std::span<std::byte> dest;
+  Locator locate = nullptr;
+};
+
 // A reply whose results start at `results` inside `record` (kept alive with it).
 struct RpcReply {
   ReplyHeader header;
   std::shared_ptr<std::byte[]> record;
   std::span<const std::byte> results;
+  // Set when the bulk data went to the call's ReplyLanding: that many bytes
+  // (at most dest.size(); the server may have sent more) are at the front of
+  // `dest`, and the opaque in `results` is empty.
+  std::optional<size_t> landed;
 };
 
 struct RpcClientCounters {
@@ -68,6 +89,10 @@ struct RpcClientCounters {
   std::atomic<uint64_t> bad_replies{0};  // malformed or for an unknown xid
   // Replies of CallSync() received by a calling thread rather than the reader thread.
   std::atomic<uint64_t> replies_to_callers{0};
+  // Replies whose bulk data began to be read straight into its call's
+  // ReplyLanding, and the bytes that landed so in replies handed over.
+  std::atomic<uint64_t> landed_replies{0};
+  std::atomic<uint64_t> landed_bytes{0};
   // Episodes of "not responding" (major timeouts of hard calls), and how many of
   // them ended with an answer.
   std::atomic<uint64_t> not_responding{0};
@@ -88,11 +113,11 @@ class RpcClient {
   // Sends a call. `cb` runs exactly once: with the reply (any accept status), or
   // with an error (ETIMEDOUT, ECONNRESET when reconnecting is off, ESHUTDOWN).
   void Call(uint32_t prog, uint32_t vers, uint32_t proc, const Credential& cred,
-            const ArgsEncoder& args, Callback cb);
+            const ArgsEncoder& args, Callback cb, const ReplyLanding* landing = nullptr);
   // Same, waiting for the reply. When this thread's work is interrupted (see
   // InterruptScope) the wait ends, the call is cancelled and the result is EINTR.
   Result<RpcReply> CallSync(uint32_t prog, uint32_t vers, uint32_t proc, const Credential& cred,
-                            const ArgsEncoder& args);
+                            const ArgsEncoder& args, const ReplyLanding* landing = nullptr);
 
   // Stops the reader thread, then fails every call in flight with ESHUTDOWN,
   // running their callbacks on this thread; later calls fail at once, on the
@@ -120,9 +145,21 @@ class RpcClient {
   // Queues and sends a call. With `receive` (a CallSync), the caller becomes the
   // receiver if nobody is (*receive is then true) and must call ReceiveAsCaller.
   uint32_t Send(uint32_t prog, uint32_t vers, uint32_t proc, const Credential& cred,
-                const ArgsEncoder& args, Callback cb, bool* receive = nullptr);
+                const ArgsEncoder& args, Callback cb, const ReplyLanding* landing,
+                bool* receive = nullptr);
   // Fails the call `xid` with `err` if it is still waiting for its reply.
   void Cancel(uint32_t xid, int err);
+  // Landing a reply's data (see ReplyLanding). The receiver looks at each reply
+  // still arriving once, and diverts its bulk bytes when its call has a landing.
+  void MaybeLand();
+  // Before bytes are written into the diverted reply's landing: false when its
+  // call is gone (answered by a retransmission, cancelled, timed out), and the
+  // landing's memory may be its owner's again.
+  bool HoldLanding();
+  void ReleaseLanding();
+  // A call that ended other than by its reply: its landing is written no more.
+  void WaitLandingReleasedLocked(std::unique_lock<std::mutex>& lock, const ReplyLanding* landing);
+  void ResetRecords();
   void ReaderLoop();
   // The receiving caller's loop: reads replies until `done()`, the connection
   // breaks, the client shuts down or the caller is interrupted; then gives the
@@ -150,7 +187,7 @@ class RpcClient {
   // Hands one reply to its call. Returns false when this thread stopped being
   // the receiver: the reader thread after the last awaited reply, a CallSync's;
   // a caller when a Call()'s reply came (left for the reader thread to run).
-  bool HandleRecord(std::span<std::byte> record, bool reader_thread);
+  bool HandleRecord(std::span<std::byte> record, std::optional<size_t> landed, bool reader_thread);
   void CheckTimeouts();
   bool ReconnectLocked();
 
@@ -161,6 +198,7 @@ class RpcClient {
     int retransmits = 0;  // in this round, since the last major timeout
     // A CallSync waiter's: short, and safe to run on whichever thread receives.
     bool any_thread = false;
+    const ReplyLanding* landing = nullptr;
   };
 
   enum class Receiver {
@@ -188,6 +226,14 @@ class RpcClient {
   // A receiver stopped between records: complete ones may wait in records_.
   // Set when the socket changes hands, under mu_.
   bool records_left_ = false;
+  // The receiver's view of the reply arriving in records_: looked at for a
+  // landing already, and the call whose landing its bulk bytes are diverted to.
+  bool landing_checked_ = false;
+  uint32_t landing_xid_ = 0;
+  const ReplyLanding* landing_ = nullptr;
+  // The landing the receiver is writing into, outside mu_.
+  const ReplyLanding* landing_in_use_ = nullptr;  // GUARDED_BY(mu_)
+  std::condition_variable landing_cv_;            // landing_in_use_ was cleared
   size_t send_offset_ = 0;
   std::atomic<uint32_t> next_xid_;
   bool shutdown_ = false;  // GUARDED_BY(mu_)

@@ -26,9 +26,14 @@ void RpcClient::Wake(int fd) {
   [[maybe_unused]] ssize_t n = ::write(fd, &one, sizeof(one));
 }
 
-bool RpcClient::HandleRecord(std::span<std::byte> record, bool reader_thread) {
+bool RpcClient::HandleRecord(std::span<std::byte> record, std::optional<size_t> landed,
+                             bool reader_thread) {
   xdr::XdrDecoder d(record);
   RpcReply reply;
+  reply.landed = landed;
+  if (landed) {
+    counters_.landed_bytes.fetch_add(*landed, std::memory_order_relaxed);
+  }
   if (!DecodeReplyHeader(d, &reply.header)) {
     counters_.bad_replies.fetch_add(1);
     log::Warn("rpc client: malformed reply from {}:{}", host_, port_);
@@ -93,7 +98,11 @@ RpcClient::Received RpcClient::ReceiveAvailable(int fd, bool reader_thread) {
     std::span<std::byte> record;
     RecordReader::Status st;
     while ((st = records_.Next(&record)) == RecordReader::Status::kRecord) {
-      if (!HandleRecord(record, reader_thread)) return Received::kStopped;
+      std::optional<size_t> landed;
+      if (records_.last_diverted()) landed = records_.last_landed();
+      landing_checked_ = false;
+      landing_ = nullptr;
+      if (!HandleRecord(record, landed, reader_thread)) return Received::kStopped;
     }
     if (st == RecordReader::Status::kTooLarge) {
       counters_.bad_replies.fetch_add(1);
@@ -101,14 +110,101 @@ RpcClient::Received RpcClient::ReceiveAvailable(int fd, bool reader_thread) {
                 records_.max_record());
       return Received::kBroken;
     }
+    // A reply still arriving whose header is here: its data may go straight
+    // to its call's landing, from the next read on.
+    MaybeLand();
     if (!read_more) return Received::kAll;
     std::span<std::byte> space = records_.PrepareWrite();
+    bool into_landing = records_.IntoDestination();
+    if (into_landing && !HoldLanding()) {
+      // Its call is gone: the rest of its data is read and dropped.
+      records_.StopFillingDestination();
+      space = records_.PrepareWrite();
+      into_landing = false;
+    }
     ssize_t n = ::read(fd, space.data(), space.size());
+    if (into_landing) ReleaseLanding();
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return Received::kBroken;
     if (n < 0) return Received::kAll;
     records_.CommitWrite(static_cast<size_t>(n));
     read_more = static_cast<size_t>(n) == space.size();
   }
+}
+
+void RpcClient::MaybeLand() {
+  RecordReader::Incomplete rec;
+  if (landing_checked_ || !records_.CurrentIncomplete(&rec)) return;
+  if (rec.head.size() < 4) return;
+  uint32_t xid = xdr::LoadBe32(rec.head.data());
+  const ReplyLanding* landing = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    auto it = pending_.find(xid);
+    if (it != pending_.end()) landing = it->second.landing;
+  }
+  if (!landing) {
+    landing_checked_ = true;
+    return;
+  }
+  // The reply header and the results up to the bulk length: a few hundred bytes
+  // at most (a verifier holds up to 400). Until they are here, wait for more.
+  constexpr size_t kMaxHead = 1024;
+  bool more_may_come = rec.head.size() < std::min(kMaxHead, rec.length);
+  xdr::XdrDecoder d(rec.head);
+  ReplyHeader header;
+  if (!DecodeReplyHeader(d, &header)) {
+    landing_checked_ = !more_may_come;
+    return;
+  }
+  if (!header.ok()) {
+    landing_checked_ = true;
+    return;
+  }
+  size_t results = static_cast<size_t>(d.position() - rec.head.data());
+  std::ptrdiff_t at = landing->locate(rec.head.subspan(results));
+  if (at == ReplyLanding::kNeedMore) {
+    landing_checked_ = !more_may_come;
+    return;
+  }
+  landing_checked_ = true;
+  if (at < 0) return;
+  size_t len_word = results + static_cast<size_t>(at);
+  if (len_word + 4 > rec.head.size()) return;  // a locator that read past what it was given
+  uint64_t len = xdr::LoadBe32(rec.head.data() + len_word);
+  uint64_t padded = (len + 3) & ~uint64_t{3};
+  // Bulk bytes that overrun the record: the decoder reports the reply malformed.
+  if (len_word + 4 + padded > rec.length) return;
+  // The reply comes out with an empty opaque; how much landed goes with it.
+  xdr::StoreBe32(rec.head.data() + len_word, 0);
+  std::span<std::byte> dest = landing->dest.first(std::min<size_t>(landing->dest.size(), len));
+  landing_xid_ = xid;
+  landing_ = landing;
+  bool held = HoldLanding();
+  records_.Divert(len_word + 4, static_cast<size_t>(padded), held ? dest : dest.first(0));
+  if (held) {
+    ReleaseLanding();
+    counters_.landed_replies.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+bool RpcClient::HoldLanding() {
+  std::lock_guard lock(mu_);
+  auto it = pending_.find(landing_xid_);
+  if (it == pending_.end() || it->second.landing != landing_) return false;
+  landing_in_use_ = landing_;
+  return true;
+}
+
+void RpcClient::ReleaseLanding() {
+  std::lock_guard lock(mu_);
+  landing_in_use_ = nullptr;
+  landing_cv_.notify_all();
+}
+
+void RpcClient::ResetRecords() {
+  records_ = RecordReader(options_.max_record);
+  landing_checked_ = false;
+  landing_ = nullptr;
 }
 
 void RpcClient::CloseBrokenLocked() {
@@ -199,7 +295,7 @@ void RpcClient::ReaderLoop() {
           continue;
         }
         reconnect_backoff_ = std::chrono::milliseconds(100);
-        records_ = RecordReader(options_.max_record);
+        ResetRecords();
       }
       if (receiver_ == Receiver::kNobody && (!pending_.empty() || !send_queue_.empty())) {
         receiver_ = Receiver::kReaderThread;
