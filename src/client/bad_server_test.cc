@@ -29,15 +29,7 @@ class FakeServer {
  public:
   using Respond = std::function<std::vector<std::vector<std::byte>>(uint32_t xid)>;
   explicit FakeServer(Respond respond) : respond_(std::move(respond)) {
-    listen_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(listen_, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-    listen(listen_, 4);
-    socklen_t len = sizeof(a);
-    getsockname(listen_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    listen_ = rpc::testing::LoopbackListener(&port_, 4);
     thread_ = std::thread([this] { Serve(); });
   }
   ~FakeServer() {

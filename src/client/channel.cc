@@ -30,16 +30,6 @@ Result<nfs3::READ3res> Channel::ReadSync(const nfs3::nfs_fh3& fh, uint64_t offse
   });
 }
 
-void Channel::Read(const nfs3::nfs_fh3& fh, uint64_t offset, std::span<std::byte> dest,
-                   std::function<void(Result<nfs3::READ3res>)> done) {
-  Count(nfs3::nfsproc3::READ);
-  Send<nfs3::READ3res>(
-      nfs3::nfsproc3::READ,
-      std::make_shared<const nfs3::READ3args>(fh, offset, static_cast<uint32_t>(dest.size())),
-      ActingAs::Or(cred_), std::move(done), kFirstJukeboxDelay,
-      std::make_shared<const rpc::ReplyLanding>(ReadLanding(dest)));
-}
-
 void Channel::Shutdown() {
   for (auto& c : conns_) c->Shutdown();
   // Retries still waiting run now, against shut-down connections: each caller

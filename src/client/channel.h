@@ -11,7 +11,6 @@
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <type_traits>
 #include <vector>
 
 #include "base/interruption.h"
@@ -36,7 +35,7 @@ class Channel {
     Count(proc);
     // The arguments and identity are kept for a JUKEBOX resend.
     Send<Res>(proc, std::make_shared<const Args>(args), ActingAs::Or(cred_), std::move(done),
-              kFirstJukeboxDelay, nullptr);
+              kFirstJukeboxDelay);
   }
 
   template <class Res, class Args>
@@ -48,14 +47,11 @@ class Channel {
   }
 
   // READ whose data lands in `dest` (at most dest.size() bytes are asked for
-  // and kept): on NFS3_OK, resok.data is the front of `dest`. With a landing,
-  // the data goes from the socket into `dest` with no copy when the reply is
-  // large enough to arrive in pieces. `dest` must stay valid until the call
-  // returns (ReadSync) or `done` has run (Read).
+  // and kept): on NFS3_OK, resok.data is the front of `dest`. The data goes
+  // from the socket into `dest` with no copy when the reply is large enough to
+  // arrive in pieces.
   Result<nfs3::READ3res> ReadSync(const nfs3::nfs_fh3& fh, uint64_t offset,
                                   std::span<std::byte> dest);
-  void Read(const nfs3::nfs_fh3& fh, uint64_t offset, std::span<std::byte> dest,
-            std::function<void(Result<nfs3::READ3res>)> done);
 
   void AddWriteBytes(uint64_t n) { write_bytes_.fetch_add(n, std::memory_order_relaxed); }
   void AddReadBytes(uint64_t n) { read_bytes_.fetch_add(n, std::memory_order_relaxed); }
@@ -106,31 +102,23 @@ class Channel {
   // Sends `args`; a JUKEBOX answer sends them again after `delay` (then twice as
   // long, up to kMaxJukeboxDelay), from the retry thread: reply callbacks run on a
   // connection's reader thread and must not wait.
-  // A READ's `landing` (see ReadLanding) lives as long as the call, resends included.
   template <class Res, class Args>
   void Send(nfs3::nfsproc3 proc, std::shared_ptr<const Args> args, rpc::Credential cred,
-            std::function<void(Result<Res>)> done, std::chrono::milliseconds delay,
-            std::shared_ptr<const rpc::ReplyLanding> landing) {
-    const rpc::ReplyLanding* land = landing.get();
+            std::function<void(Result<Res>)> done, std::chrono::milliseconds delay) {
     Next().Call(
         nfs3::NFS_PROGRAM, nfs3::NFS_V3, static_cast<uint32_t>(proc), cred,
         [&](xdr::XdrEncoder& e) { e(*args); },
-        [this, proc, args, cred, done = std::move(done), delay,
-         landing = std::move(landing)](Result<rpc::RpcReply> reply) mutable {
+        [this, proc, args, cred, done = std::move(done),
+         delay](Result<rpc::RpcReply> reply) mutable {
           auto res = DecodeReply<Res>(reply);
-          if constexpr (std::is_same_v<Res, nfs3::READ3res>) {
-            if (landing && res) PlaceReadData(*res, *reply, landing->dest);
-          }
           if (!res || res->status != nfs3::NFS3ERR_JUKEBOX) return done(std::move(res));
           jukebox_retries_.fetch_add(1, std::memory_order_relaxed);
-          retries_.After(delay,
-                         [this, proc, args = std::move(args), cred = std::move(cred),
-                          done = std::move(done), delay, landing = std::move(landing)]() mutable {
-                           Send<Res>(proc, std::move(args), std::move(cred), std::move(done),
-                                     std::min(delay * 2, kMaxJukeboxDelay), std::move(landing));
-                         });
-        },
-        land);
+          retries_.After(delay, [this, proc, args = std::move(args), cred = std::move(cred),
+                                 done = std::move(done), delay]() mutable {
+            Send<Res>(proc, std::move(args), std::move(cred), std::move(done),
+                      std::min(delay * 2, kMaxJukeboxDelay));
+          });
+        });
   }
 
   std::vector<std::unique_ptr<rpc::RpcClient>> conns_;

@@ -33,15 +33,7 @@ using rpc::testing::WaitFor;
 class ScriptedServer {
  public:
   ScriptedServer() {
-    listen_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(listen_, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-    listen(listen_, 1);
-    socklen_t len = sizeof(a);
-    getsockname(listen_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    listen_ = rpc::testing::LoopbackListener(&port_, 1);
     thread_ = std::thread([this] { Serve(); });
   }
   ~ScriptedServer() {

@@ -105,8 +105,8 @@ RecordReader::Status RecordReader::Next(std::span<std::byte>* record) {
     if (last_fragment_) {
       *record = {buf_.get() + record_start_, record_len_};
       record_len_ = 0;
-      last_diverted_ = std::exchange(diverted_, false);
-      last_landed_ = last_diverted_ ? dest_filled_ : 0;
+      last_landed_.reset();
+      if (std::exchange(diverted_, false)) last_landed_ = dest_filled_;
       dest_ = {};
       dest_filled_ = 0;
       return Status::kRecord;

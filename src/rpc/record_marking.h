@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 
 #include "base/out_buffer.h"
@@ -55,10 +56,9 @@ class RecordReader {
   bool IntoDestination() const { return divert_left_ > 0 && dest_filled_ < dest_.size(); }
   // What is left of the diversion is dropped instead of written to its destination.
   void StopFillingDestination() { dest_ = dest_.first(dest_filled_); }
-  // For the record Next() returned last: whether bytes of it were diverted, and
-  // how many reached the destination.
-  bool last_diverted() const { return last_diverted_; }
-  size_t last_landed() const { return last_landed_; }
+  // For the record Next() returned last, when bytes of it were diverted: how
+  // many reached the destination.
+  std::optional<size_t> last_landed() const { return last_landed_; }
 
   // Extracts the next complete record. The span stays valid until PrepareWrite().
   Status Next(std::span<std::byte>* record);
@@ -92,8 +92,7 @@ class RecordReader {
   size_t divert_left_ = 0;
   std::span<std::byte> dest_;
   size_t dest_filled_ = 0;
-  bool last_diverted_ = false;
-  size_t last_landed_ = 0;
+  std::optional<size_t> last_landed_;
 };
 
 // Reserves room for a record mark at the start of `out`; call before encoding.

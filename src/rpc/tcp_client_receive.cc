@@ -98,11 +98,9 @@ RpcClient::Received RpcClient::ReceiveAvailable(int fd, bool reader_thread) {
     std::span<std::byte> record;
     RecordReader::Status st;
     while ((st = records_.Next(&record)) == RecordReader::Status::kRecord) {
-      std::optional<size_t> landed;
-      if (records_.last_diverted()) landed = records_.last_landed();
       landing_checked_ = false;
       landing_ = nullptr;
-      if (!HandleRecord(record, landed, reader_thread)) return Received::kStopped;
+      if (!HandleRecord(record, records_.last_landed(), reader_thread)) return Received::kStopped;
     }
     if (st == RecordReader::Status::kTooLarge) {
       counters_.bad_replies.fetch_add(1);

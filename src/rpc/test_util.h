@@ -71,6 +71,20 @@ inline int RawLoopbackSocket(uint16_t port, const char* source = nullptr, int rc
   return fd;
 }
 
+// A socket listening on an ephemeral loopback port, which goes to *port.
+inline int LoopbackListener(uint16_t* port, int backlog = 8) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  EXPECT_EQ(listen(fd, backlog), 0);
+  socklen_t len = sizeof(a);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
 // Appends `call` to `out` as one record.
 inline void AppendRecord(std::vector<std::byte>* out, const std::vector<std::byte>& call) {
   size_t at = out->size();

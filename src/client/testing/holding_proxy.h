@@ -24,6 +24,7 @@
 
 #include "proto/nfs3_types.h"
 #include "rpc/record_marking.h"
+#include "rpc/test_util.h"
 #include "xdr/xdr.h"
 
 namespace nfsx::client::testing {
@@ -31,13 +32,7 @@ namespace nfsx::client::testing {
 class HoldingProxy {
  public:
   explicit HoldingProxy(uint16_t server_port) : server_port_(server_port) {
-    listen_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a = Loopback(0);
-    bind(listen_, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-    listen(listen_, 8);
-    socklen_t len = sizeof(a);
-    getsockname(listen_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    listen_ = rpc::testing::LoopbackListener(&port_);
     accept_thread_ = std::thread([this] { AcceptLoop(); });
   }
   ~HoldingProxy() {
