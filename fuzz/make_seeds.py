@@ -91,6 +91,12 @@ def main():
                 continue
             sizes = bytes(rng.randrange(256) for _ in range(rng.randint(0, 6)))
             seeds["record_marking_fuzz"].add(bytes([len(sizes)]) + sizes + stream)
+            # The same with a diversion (bit 7 of the count byte, then 4 plan bytes): where
+            # the region starts, its length, its destination's size, when filling stops.
+            sizes = bytes(rng.randrange(1, 128) for _ in range(rng.randint(1, 6)))
+            plan = bytes([rng.randrange(64), rng.randrange(256), rng.choice([0, 128, 255]),
+                          rng.choice([0, 0, 1, 3])])
+            seeds["record_marking_fuzz"].add(bytes([0x80 | len(sizes)]) + sizes + plan + stream)
 
     seeds["server_dispatch_fuzz"] = server_seeds.server_dispatch_seeds(seeds["rpc_call_fuzz"])
     seeds["exports_parser_fuzz"] = set(server_seeds.EXPORTS_SEEDS)
