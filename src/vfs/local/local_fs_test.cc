@@ -443,14 +443,29 @@ TEST_F(LocalFsTest, ReadIfCachedDeclinesDataNotInThePageCache) {
   std::string data(1 << 20, '\0');
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>('a' + i % 26);
   WriteFile("cold", data);
-  ASSERT_EQ(DropFromPageCache(Path("cold"), data.size()), 0u)
-      << "the kernel kept pages of the file resident";
   Result<NodePtr> f = fs_->Lookup(*root_, "cold");
   ASSERT_TRUE(f.has_value());
   Result<std::unique_ptr<OpenFile>> r = fs_->Open(**f, false);
   ASSERT_TRUE(r.has_value());
   std::vector<std::byte> buf(data.size());
-  EXPECT_EQ(Err((*r)->ReadIfCached(0, buf)), EAGAIN) << "data dropped from the cache was read";
+  // Twice on a loaded CI machine (sanitizer builds), RWF_NOWAIT read the whole file
+  // although mincore had just reported none of it resident. The kernel promises not to
+  // block, not to decline: so drop and try again, and require a decline in some round.
+  // A ReadIfCached that reads from the disk never declines and still fails this.
+  int declined = 0, rounds = 0;
+  for (; rounds < 5 && declined == 0; ++rounds) {
+    ASSERT_EQ(DropFromPageCache(Path("cold"), data.size()), 0u)
+        << "the kernel kept pages of the file resident";
+    Result<size_t> n = (*r)->ReadIfCached(0, buf);
+    if (!n) {
+      EXPECT_EQ(Err(n), EAGAIN);
+      ++declined;
+    } else {  // whatever it read must be the file's bytes
+      ASSERT_LE(*n, data.size());
+      EXPECT_EQ(std::memcmp(buf.data(), data.data(), *n), 0);
+    }
+  }
+  EXPECT_EQ(declined, 1) << "data dropped from the cache was read in all " << rounds << " rounds";
   ASSERT_EQ((*r)->Read(0, buf).value_or(0), data.size());  // now cached
   std::vector<std::byte> again(data.size() + 10);
   EXPECT_EQ((*r)->ReadIfCached(0, again).value_or(0), data.size());  // short at end of file
