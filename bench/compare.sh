@@ -206,6 +206,13 @@ ALL="${CASE_ORDER[*]}"
 PATHCASES="iozone-direct iozone throughput append randread randread-direct randwrite"
 [[ $MODE == randread ]] && PATHCASES=randread
 add_system nfsx+nfsx "nfsx server, nfsx client library (the subject)" nfsx "$URL_NFSX" "$ALL"
+# The libnfs driver gives every thread a context of its own, so one TCP connection per thread;
+# the nfsx client shares one Client (nconnect=1 by default) between threads. The threaded
+# cases run a second time with nconnect set to the case's thread count, so that both
+# clients are also compared with as many connections (@NCONNECT@ is replaced per case).
+add_system nfsx+nfsx-nc \
+	"nfsx server, nfsx client library with nconnect = the case's thread count (as libnfs's connection per thread)" \
+	nfsx "$URL_NFSX&nconnect=@NCONNECT@" "throughput randread-direct randwrite"
 [[ -n $URL_GANESHA ]] && add_system ganesha+nfsx \
 	"NFS-Ganesha 4.3 (FSAL_VFS, same directory), nfsx client" nfsx "$URL_GANESHA" "$ALL"
 ((HAVE_LIBNFS)) &&
@@ -242,17 +249,31 @@ meta command "bench/compare.sh$([[ $MODE != default ]] && echo " --$MODE")$( ((R
 meta plot "$DATE-$HOST.png"
 for c in "${CASE_ORDER[@]}"; do meta "cmd:$c" "${CASES[$c]}"; done
 
+# The most threads a case's arguments ask for (the default of 1 when they name none).
+max_threads() {
+	local t
+	t=$(grep -oE -- '--threads [0-9,]+' <<<"$1" | grep -oE '[0-9]+' | sort -n | tail -1)
+	echo "${t:-1}"
+}
+
 # Run every case for every system, REPEAT rounds (CASE.json, then CASE@2.json, ...).
 for round in $(seq "$REPEAT"); do
 	suffix=$([[ $round == 1 ]] || echo "@$round")
-	for sys in "${SYSTEMS[@]}"; do
+	# Odd rounds run the systems in the order listed, even rounds in reverse, so that none
+	# always runs first (cold machine) or last (after the others warmed or loaded it).
+	order=("${SYSTEMS[@]}")
+	if ((round % 2 == 0)); then
+		order=()
+		for ((i = ${#SYSTEMS[@]} - 1; i >= 0; i--)); do order+=("${SYSTEMS[i]}"); done
+	fi
+	for sys in "${order[@]}"; do
 		IFS='|' read -r id driver url cases bin <<<"$sys"
 		mkdir -p "$RUN/$id"
 		for c in $cases; do
 			echo "== round $round/$REPEAT, $id: nfsx bench ${CASES[$c]}" >&2
 			log=$RUN/logs/$id-$c$suffix.txt
 			args=(${CASES[$c]} --driver "$driver" --json "$RUN/$id/$c$suffix.json" --label "$id")
-			[[ -n $url ]] && args+=(--url "$url")
+			[[ -n $url ]] && args+=(--url "${url//@NCONNECT@/$(max_threads "${CASES[$c]}")}")
 			if ! "$bin" bench "${args[@]}" </dev/null >"$log" 2>&1; then
 				note "$id $c (round $round) failed: $(grep -m1 -E 'FAILED|nfsx bench:' "$log" || tail -1 "$log")"
 			fi
@@ -336,6 +357,7 @@ if [[ -s $RUN/missed.tsv && $MODE != randread ]]; then
 			PROF_SERVER=$SERVE_PID
 			prof_url=$(url_of "$pdir/ports" "$pdir/export")
 		fi
+		[[ $id == *-nc ]] && prof_url+="&nconnect=$(max_threads "${PROFILE_CASES[$c]}")"
 		args=(${PROFILE_CASES[$c]} --driver "$driver" --url "$prof_url" -q)
 		echo "== profile $n: $id: nfsx bench ${args[*]}" >&2
 		if [[ $TOOL == callgrind ]]; then

@@ -15,6 +15,9 @@ namespace nfsx::bench {
 inline constexpr const char* kSubject = "nfsx+nfsx";
 inline constexpr const char* kGaneshaNfsx = "ganesha+nfsx";
 inline constexpr const char* kNfsxLibnfs = "nfsx+libnfs";
+// The subject again in the threaded cases, with nconnect = threads (libnfs's connection per
+// thread): the connection-matched comparison.
+inline constexpr const char* kSubjectMatched = "nfsx+nfsx-nc";
 inline constexpr const char* kGaneshaLibnfs = "ganesha+libnfs";
 inline constexpr const char* kMount = "nfsx-mount";
 inline constexpr const char* kLocal = "local";

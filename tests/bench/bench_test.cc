@@ -101,7 +101,8 @@ class Targets : public ::testing::Test {
     std::ofstream(dir_ / "systems.tsv") << kSubject << "\tsubject\n"
                                         << kGaneshaNfsx << "\tganesha\n"
                                         << kNfsxLibnfs << "\tlibnfs\n"
-                                        << kGaneshaLibnfs << "\tganesha libnfs\n";
+                                        << kGaneshaLibnfs << "\tganesha libnfs\n"
+                                        << kSubjectMatched << "\tnconnect matched\n";
   }
   void TearDown() override {
     std::error_code ec;
@@ -138,6 +139,21 @@ TEST_F(Targets, AServerRatioNeedsBothClients) {
   EXPECT_EQ(Judge(target), Verdict::kMissed) << "1.5x with libnfs";
   Put(kNfsxLibnfs, "randwrite", Iops(25000));
   EXPECT_EQ(Judge(target), Verdict::kMet);
+}
+
+// The connection-matched comparison is judged on the matched system's figures alone: the
+// default client's figures neither satisfy it nor spoil it.
+TEST_F(Targets, TheConnectionMatchedClientIsJudgedOnItsOwnFigures) {
+  const char* target = "nfsx client with nconnect = threads vs libnfs";
+  Put(kSubject, "randwrite", Iops(30000));
+  Put(kNfsxLibnfs, "randwrite", Iops(20000));
+  EXPECT_EQ(Judge(target), Verdict::kNotMeasured) << "judged without the matched system";
+  Put(kSubjectMatched, "randwrite", Iops(10000));
+  EXPECT_EQ(Judge(target), Verdict::kMissed) << "half libnfs's IOPS";
+  Put(kSubjectMatched, "randwrite", Iops(25000));
+  Put(kSubject, "randwrite", Iops(5000));
+  EXPECT_EQ(Judge(target), Verdict::kMet) << "the default client's figure leaked in";
+  EXPECT_EQ(Judge("nfsx client vs libnfs, nfsx server: no worse anywhere"), Verdict::kMissed);
 }
 
 TEST_F(Targets, ASeedTargetNeedsBothServers) {

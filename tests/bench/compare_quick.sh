@@ -11,7 +11,7 @@ trap 'rm -rf "$OUT"' EXIT
 	{ tail -30 "$OUT/stderr.log"; exit 1; }
 md=$(ls "$OUT"/*.md)
 fail() { echo "compare_quick: $*" >&2; cat "$md" >&2; exit 1; }
-for want in "## Systems" "## Targets (issue #5)" "| nfsx+nfsx |" "| local |" \
+for want in "## Systems" "## Targets (issue #5)" "| nfsx+nfsx |" "| nfsx+nfsx-nc |" "| local |" \
 	"Reread phase READ count" "NULL RPC latency" "## iozone, O_DIRECT" "## ping"; do
 	grep -qF "$want" "$md" || fail "no '$want' in $md"
 done
