@@ -90,7 +90,7 @@ ServerCalls SelfServer::calls() const {
   for (const rpc::Program& p : server_->dispatcher().programs()) {
     if (p.prog != nfs3::NFS_PROGRAM) continue;
     for (size_t i = 0; i < p.procs.size() && i < 22; ++i) {
-      out.calls[i] = p.procs[i].stats.calls.load(std::memory_order_relaxed);
+      out.calls[i] = p.procs[i].stats.Calls();
     }
   }
   return out;

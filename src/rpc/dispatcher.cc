@@ -10,22 +10,45 @@
 namespace nfsx::rpc {
 
 void ProcStats::Record(uint64_t ns) {
-  calls.fetch_add(1, std::memory_order_relaxed);
-  total_ns.fetch_add(ns, std::memory_order_relaxed);
-  RaiseTo(max_ns, ns);
+  Shard& s = shards_[CounterShard()];
+  s.calls.fetch_add(1, std::memory_order_relaxed);
+  s.total_ns.fetch_add(ns, std::memory_order_relaxed);
+  RaiseTo(s.max_ns, ns);
   uint64_t us = ns / 1000;
   int bucket = us == 0 ? 0 : std::min(kBuckets - 1, 64 - __builtin_clzll(us));
-  buckets[bucket].fetch_add(1, std::memory_order_relaxed);
+  s.buckets[bucket].fetch_add(1, std::memory_order_relaxed);
+}
+
+uint64_t ProcStats::Calls() const {
+  uint64_t n = 0;
+  for (const Shard& s : shards_) n += s.calls.load(std::memory_order_relaxed);
+  return n;
+}
+
+uint64_t ProcStats::TotalNs() const {
+  uint64_t n = 0;
+  for (const Shard& s : shards_) n += s.total_ns.load(std::memory_order_relaxed);
+  return n;
+}
+
+uint64_t ProcStats::MaxNs() const {
+  uint64_t n = 0;
+  for (const Shard& s : shards_) n = std::max(n, s.max_ns.load(std::memory_order_relaxed));
+  return n;
 }
 
 uint64_t ProcStats::PercentileMicros(double fraction) const {
+  std::array<uint64_t, kBuckets> counts{};
   uint64_t total = 0;
-  for (const auto& b : buckets) total += b.load(std::memory_order_relaxed);
+  for (const Shard& s : shards_) {
+    for (int i = 0; i < kBuckets; ++i) counts[i] += s.buckets[i].load(std::memory_order_relaxed);
+  }
+  for (uint64_t c : counts) total += c;
   if (total == 0) return 0;
   uint64_t want = static_cast<uint64_t>(fraction * static_cast<double>(total) + 0.5);
   uint64_t seen = 0;
   for (int i = 0; i < kBuckets; ++i) {
-    seen += buckets[i].load(std::memory_order_relaxed);
+    seen += counts[i];
     if (seen >= want) return uint64_t{1} << i;
   }
   return uint64_t{1} << (kBuckets - 1);

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 
+#include <thread>
+#include <vector>
+
 #include "rpc/test_util.h"
 
 namespace nfsx::rpc {
@@ -153,7 +156,36 @@ TEST_F(DispatcherTest, InProgressRetransmissionIsDropped) {
 
 TEST_F(DispatcherTest, StatsCountCalls) {
   for (int i = 0; i < 3; ++i) Roundtrip(CallBytes(100 + i, kProg, 3, 0), nullptr);
-  EXPECT_EQ(dispatcher_.programs()[1].procs[0].stats.calls.load(), 3u);
+  EXPECT_EQ(dispatcher_.programs()[1].procs[0].stats.Calls(), 3u);
+}
+
+// Threads record into shards of their own; what is read is the whole: the count, the
+// total, the largest call of any thread and the percentiles over all calls.
+TEST(ProcStatsTest, ShardsSumToTheWhole) {
+  ProcStats stats;
+  constexpr int kThreads = 20;  // more than kCounterShards: some share a shard
+  constexpr int kCalls = 5000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&stats, t] {
+      // 9 in 10 calls take 3 us; thread t's one slow call takes (t + 1) ms.
+      for (int i = 0; i < kCalls; ++i) {
+        stats.Record(i == kCalls / 2 ? uint64_t(t + 1) * 1000000 : (i % 10 ? 3000 : 100000));
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(stats.Calls(), uint64_t{kThreads} * kCalls);
+  uint64_t total = 0;
+  for (int t = 0; t < kThreads; ++t) {
+    for (int i = 0; i < kCalls; ++i) {
+      total += i == kCalls / 2 ? uint64_t(t + 1) * 1000000 : (i % 10 ? 3000 : 100000);
+    }
+  }
+  EXPECT_EQ(stats.TotalNs(), total);
+  EXPECT_EQ(stats.MaxNs(), uint64_t{kThreads} * 1000000) << "the slowest thread's call";
+  EXPECT_EQ(stats.PercentileMicros(0.5), 4u) << "3 us is under 4";
+  EXPECT_EQ(stats.PercentileMicros(0.95), 128u) << "100 us is under 128";
 }
 
 }  // namespace

@@ -7,12 +7,14 @@
 
 #include <sys/socket.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "base/sharded_counter.h"
 #include "rpc/message.h"
 #include "xdr/xdr.h"
 
@@ -54,17 +56,30 @@ enum ProcFlag : uint32_t {
 using ProcFn =
     std::function<accept_stat(CallContext&, xdr::XdrDecoder& args, xdr::XdrEncoder& results)>;
 
-struct ProcStats {
-  std::atomic<uint64_t> calls{0};
-  std::atomic<uint64_t> total_ns{0};
-  std::atomic<uint64_t> max_ns{0};
-  // Latency histogram: bucket i counts calls that took [2^i, 2^(i+1)) microseconds.
+// Every call of a procedure records into the calling thread's shard (its own cache
+// lines, base/sharded_counter.h); readers sum the shards.
+class ProcStats {
+ public:
+  // Latency histogram: bucket 0 counts calls under 1 µs, bucket i > 0 those that took
+  // [2^(i-1), 2^i) µs.
   static constexpr int kBuckets = 24;
-  std::array<std::atomic<uint64_t>, kBuckets> buckets{};
 
   void Record(uint64_t ns);
+
+  uint64_t Calls() const;
+  uint64_t TotalNs() const;
+  uint64_t MaxNs() const;
   // Smallest bucket bound (µs) under which `fraction` of the calls fell.
   uint64_t PercentileMicros(double fraction) const;
+
+ private:
+  struct alignas(kCacheLine) Shard {
+    std::atomic<uint64_t> calls{0};
+    std::atomic<uint64_t> total_ns{0};
+    std::atomic<uint64_t> max_ns{0};
+    std::array<std::atomic<uint64_t>, kBuckets> buckets{};
+  };
+  std::array<Shard, kCounterShards> shards_{};
 };
 
 // Looks at a call's raw arguments and says whether this call may block

@@ -1,19 +1,23 @@
 // Microbenchmarks of the per-call work every RPC pays before and after a procedure runs
 // (issue #11): XDR encoding and decoding of the hottest NFSv3 messages, record marking
-// of a stream of calls, and the duplicate request cache's lookup and store.
+// of a stream of calls, the duplicate request cache's lookup and store, and the per-call
+// counters.
 //
 //   build/src/rpc/rpc_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 #include <netinet/in.h>
 
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <vector>
 
 #include "base/logging.h"
 #include "base/out_buffer.h"
+#include "base/sharded_counter.h"
 #include "proto/nfs3_types.h"
 #include "rpc/drc.h"
+#include "rpc/program.h"
 #include "rpc/record_marking.h"
 #include "xdr/xdr.h"
 
@@ -180,6 +184,34 @@ BENCHMARK(BM_DrcBeginFinish)
     ->Threads(2)
     ->Threads(4)
     ->UseRealTime();
+
+// Per-call statistics, as every call records them (issue #11: counters per thread): into
+// one atomic shared by all threads (the design before), against per-thread shards.
+std::atomic<uint64_t> shared_calls{0};
+std::atomic<uint64_t> shared_ns{0};
+void BM_CountCallShared(benchmark::State& state) {
+  for (auto _ : state) {
+    shared_calls.fetch_add(1, std::memory_order_relaxed);
+    shared_ns.fetch_add(1000, std::memory_order_relaxed);
+  }
+}
+BENCHMARK(BM_CountCallShared)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
+
+ShardedCounter sharded_calls;
+ShardedCounter sharded_ns;
+void BM_CountCallSharded(benchmark::State& state) {
+  for (auto _ : state) {
+    sharded_calls.Add();
+    sharded_ns.Add(1000);
+  }
+}
+BENCHMARK(BM_CountCallSharded)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
+
+ProcStats proc_stats;
+void BM_ProcStatsRecord(benchmark::State& state) {
+  for (auto _ : state) proc_stats.Record(3000);
+}
+BENCHMARK(BM_ProcStatsRecord)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
 
 }  // namespace
 }  // namespace nfsx::rpc

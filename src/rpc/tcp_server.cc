@@ -408,7 +408,7 @@ void TcpServer::Connection::ReadAndDispatch() {
       return end(std::strerror(errno));
     }
     reader_.CommitWrite(static_cast<size_t>(n));
-    server->counters_.bytes_in.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+    server->counters_.bytes_in.Add(static_cast<uint64_t>(n));
     last_activity_ = last_progress_ = Clock::now();
     if (!DispatchBuffered(&inline_replies, &pending)) return too_large();
     if (static_cast<size_t>(n) < space.size()) break;  // drained the socket
@@ -480,7 +480,7 @@ bool TcpServer::Connection::DispatchBuffered(std::vector<OutBuffer>* inline_repl
     RecordReader::Status st = reader_.Next(&record);
     if (st == RecordReader::Status::kTooLarge) return false;
     if (st != RecordReader::Status::kRecord) return true;
-    server->counters_.records.fetch_add(1, std::memory_order_relaxed);
+    server->counters_.records.Add();
     size_t before = inline_replies->size();
     HandleRecord(record, inline_replies);
     for (size_t i = before; i < inline_replies->size(); ++i) {
@@ -586,7 +586,7 @@ void TcpServer::Connection::FlushLocked() {
       out_bytes_ = out_offset_ = 0;
       break;  // the read side notices the broken socket and closes
     }
-    server->counters_.bytes_out.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+    server->counters_.bytes_out.Add(static_cast<uint64_t>(n));
     if (n > 0) last_sent_ = Clock::now();
     size_t left = static_cast<size_t>(n);
     out_bytes_ -= left;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/sharded_counter.h"
 #include "rpc/dispatcher.h"
 #include "rpc/memory_budget.h"
 #include "rpc/worker_pool.h"
@@ -53,9 +54,10 @@ struct TcpServerOptions {
 struct TcpServerCounters {
   std::atomic<uint64_t> accepted{0};
   std::atomic<uint64_t> open{0};
-  std::atomic<uint64_t> records{0};
-  std::atomic<uint64_t> bytes_in{0};
-  std::atomic<uint64_t> bytes_out{0};
+  // Bumped by every call (the rest only by rare events): per thread, summed when read.
+  ShardedCounter records;
+  ShardedCounter bytes_in;
+  ShardedCounter bytes_out;
   std::atomic<uint64_t> closed_bad_record{0};        // too large or stalled
   std::atomic<uint64_t> accept_pauses{0};            // accept() out of descriptors or memory
   std::atomic<uint64_t> refused{0};                  // closed at accept: max_connections open

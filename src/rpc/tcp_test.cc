@@ -327,7 +327,7 @@ TEST(TcpLimitTest, AClientThatStopsReadingIsDropped) {
   testing::WaitFor([&] { return server.counters().closed_not_reading.load() > 0; });
   EXPECT_EQ(server.counters().closed_not_reading.load(), 1u)
       << "the connection was kept; calls sent " << sent_calls << ", records "
-      << server.counters().records.load() << ", bytes out " << server.counters().bytes_out.load();
+      << server.counters().records.Load() << ", bytes out " << server.counters().bytes_out.Load();
   auto other = RpcClient::Connect("127.0.0.1", *port);
   ASSERT_TRUE(other.has_value());
   auto r = (*other)->CallSync(kProg, kVers, kNull, {}, nullptr);
@@ -371,7 +371,7 @@ uint64_t RecordsOnceQuiet(const TcpServer& server) {
   uint64_t records = 0;
   for (int quiet = 0; quiet < 50;) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    uint64_t now = server.counters().records.load();
+    uint64_t now = server.counters().records.Load();
     quiet = now == records ? quiet + 1 : 0;
     records = now;
   }

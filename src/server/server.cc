@@ -158,8 +158,8 @@ std::string Server::StatsReport() const {
   auto& c = transport_->counters();
   out += fmt::format("event loops {}\n", transport_->io_threads());
   out += fmt::format("connections: {} accepted, {} open; records {}; bytes in {} out {}\n",
-                     c.accepted.load(), c.open.load(), c.records.load(), c.bytes_in.load(),
-                     c.bytes_out.load());
+                     c.accepted.load(), c.open.load(), c.records.Load(), c.bytes_in.Load(),
+                     c.bytes_out.Load());
   out += fmt::format("reply memory {} KiB, peak {} KiB; connections held for it {} times\n",
                      transport_->reply_memory() >> 10, transport_->reply_memory_peak() >> 10,
                      c.memory_holds.load());
@@ -178,12 +178,12 @@ std::string Server::StatsReport() const {
                      "calls", "avg_us", "p50_us", "p99_us", "max_us");
   for (const rpc::Program& p : dispatcher_.programs()) {
     for (const rpc::Procedure& proc : p.procs) {
-      uint64_t calls = proc.stats.calls.load();
+      uint64_t calls = proc.stats.Calls();
       if (calls == 0) continue;
       out += fmt::format("{:<8} {:<12} {:>10} {:>10.1f} {:>8} {:>8} {:>10.1f}\n", p.name, proc.name,
-                         calls, proc.stats.total_ns.load() / 1000.0 / calls,
+                         calls, proc.stats.TotalNs() / 1000.0 / calls,
                          proc.stats.PercentileMicros(0.5), proc.stats.PercentileMicros(0.99),
-                         proc.stats.max_ns.load() / 1000.0);
+                         proc.stats.MaxNs() / 1000.0);
     }
   }
   return out;
