@@ -200,7 +200,9 @@ class TcpServer::IoThread : public EpollItem {
 
   TcpServer* server() { return server_; }
 
-  // Listening sockets live on thread 0.
+  // Every loop has a Listener of its own on each listening socket, registered with
+  // EPOLLEXCLUSIVE: a new connection wakes one loop that is waiting (not all of them), so
+  // accepting is spread over the loops and goes on while any one of them is busy.
   struct Listener : EpollItem {
     TcpServer* server;
     IoThread* thread;
@@ -286,7 +288,7 @@ void TcpServer::IoThread::Tick() {
   for (auto& l : listeners) {
     if (!l->paused || server_->stopped_.load()) continue;
     l->paused = false;
-    Modify(l->listen_fd, l.get(), EPOLLIN);
+    Add(l->listen_fd, l.get(), EPOLLIN | EPOLLEXCLUSIVE);
   }
   auto now = Clock::now();
   std::vector<std::pair<std::shared_ptr<Connection>, const char*>> doomed;
@@ -302,6 +304,11 @@ void TcpServer::IoThread::Tick() {
 }
 
 void TcpServer::IoThread::Listener::OnEvent(uint32_t) {
+  if (server->stopped_.load()) {
+    // Stop() took it out of every loop, but a tick may have re-armed it meanwhile.
+    thread->Remove(listen_fd);
+    return;
+  }
   for (;;) {
     sockaddr_storage ss{};
     socklen_t len = sizeof(ss);
@@ -333,11 +340,12 @@ void TcpServer::IoThread::Listener::OnEvent(uint32_t) {
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    s->counters_.accepted.fetch_add(1);
+    uint64_t n = s->counters_.accepted.fetch_add(1);
     s->counters_.open.fetch_add(1);
     Peer peer = PeerOf(fd, ss, len);
     log::Debug("accepted connection from {}:{}", peer.host, peer.port);
-    size_t pick = s->counters_.accepted.load() % s->io_threads_.size();
+    // Whichever loop accepted, connections are dealt round robin over all loops.
+    size_t pick = n % s->io_threads_.size();
     s->io_threads_[pick]->Adopt(fd, std::move(peer));
   }
 }
@@ -352,7 +360,7 @@ void TcpServer::IoThread::Listener::Pause(int err) {
     warned = true;
   }
   paused = true;
-  thread->Modify(listen_fd, this, 0);
+  thread->Remove(listen_fd);  // EPOLLEXCLUSIVE registrations cannot be modified
 }
 
 // ---- Connection ----
@@ -732,12 +740,14 @@ Result<uint16_t> TcpServer::Listen(const std::string& address, uint16_t port) {
   uint16_t bound = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
                                                   : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
   listen_fds_.push_back(fd);
-  auto listener = std::make_unique<IoThread::Listener>();
-  listener->server = this;
-  listener->thread = io_threads_[0].get();
-  listener->listen_fd = fd;
-  io_threads_[0]->Add(fd, listener.get(), EPOLLIN);
-  io_threads_[0]->listeners.push_back(std::move(listener));
+  for (auto& t : io_threads_) {
+    auto listener = std::make_unique<IoThread::Listener>();
+    listener->server = this;
+    listener->thread = t.get();
+    listener->listen_fd = fd;
+    t->Add(fd, listener.get(), EPOLLIN | EPOLLEXCLUSIVE);
+    t->listeners.push_back(std::move(listener));
+  }
   return bound;
 }
 
@@ -753,7 +763,9 @@ void TcpServer::Start() {
 void TcpServer::Stop() {
   if (!started_.load() || stopped_.exchange(true)) return;
   // No new connections; calls already taken finish and their replies are written.
-  for (auto& l : io_threads_[0]->listeners) io_threads_[0]->Remove(l->listen_fd);
+  for (auto& t : io_threads_) {
+    for (auto& l : t->listeners) t->Remove(l->listen_fd);
+  }
   workers_->Drain();
   for (auto& t : io_threads_) t->RequestStop();
   for (auto& t : io_threads_) {
