@@ -146,11 +146,12 @@ class TcpServer::IoThread : public EpollItem {
     ::close(timer_fd_);
   }
 
-  void Add(int fd, EpollItem* item, uint32_t events) {
+  // False when the kernel refused (EPOLL_CTL_ADD allocates: ENOMEM, ENOSPC).
+  bool Add(int fd, EpollItem* item, uint32_t events) {
     epoll_event ev{};
     ev.events = events;
     ev.data.ptr = item;
-    epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev);
+    return epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev) == 0;
   }
   void Modify(int fd, EpollItem* item, uint32_t events) {
     epoll_event ev{};
@@ -162,6 +163,7 @@ class TcpServer::IoThread : public EpollItem {
 
   // Hands over a freshly accepted socket (any thread).
   void Adopt(int fd, Peer peer) {
+    connections.fetch_add(1, std::memory_order_relaxed);
     {
       std::lock_guard lock(pending_mu_);
       pending_.emplace_back(fd, std::move(peer));
@@ -217,6 +219,8 @@ class TcpServer::IoThread : public EpollItem {
     void Pause(int err);
   };
   std::vector<std::unique_ptr<Listener>> listeners;
+  // Connections dealt to this loop and not yet closed (read by the loops that deal).
+  std::atomic<size_t> connections{0};
 
  private:
   struct TimerItem : EpollItem {
@@ -287,8 +291,8 @@ void TcpServer::IoThread::Tick() {
   [[maybe_unused]] ssize_t r = ::read(timer_fd_, &expirations, sizeof(expirations));
   for (auto& l : listeners) {
     if (!l->paused || server_->stopped_.load()) continue;
-    l->paused = false;
-    Add(l->listen_fd, l.get(), EPOLLIN | EPOLLEXCLUSIVE);
+    // Still paused if the kernel cannot take it back now: the next tick tries again.
+    l->paused = !Add(l->listen_fd, l.get(), EPOLLIN | EPOLLEXCLUSIVE);
   }
   auto now = Clock::now();
   std::vector<std::pair<std::shared_ptr<Connection>, const char*>> doomed;
@@ -309,7 +313,7 @@ void TcpServer::IoThread::Listener::OnEvent(uint32_t) {
     thread->Remove(listen_fd);
     return;
   }
-  for (;;) {
+  while (!server->stopped_.load()) {
     sockaddr_storage ss{};
     socklen_t len = sizeof(ss);
     int fd =
@@ -340,13 +344,21 @@ void TcpServer::IoThread::Listener::OnEvent(uint32_t) {
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    uint64_t n = s->counters_.accepted.fetch_add(1);
+    s->counters_.accepted.fetch_add(1);
     s->counters_.open.fetch_add(1);
     Peer peer = PeerOf(fd, ss, len);
     log::Debug("accepted connection from {}:{}", peer.host, peer.port);
-    // Whichever loop accepted, connections are dealt round robin over all loops.
-    size_t pick = n % s->io_threads_.size();
-    s->io_threads_[pick]->Adopt(fd, std::move(peer));
+    // The loop that accepted is not held by a call (a wakeup goes to a waiting loop), so
+    // it keeps the connection unless another loop has fewer: balanced, and a client
+    // arriving while one loop is busy is not dealt to that loop on a tie.
+    IoThread* pick = thread;
+    for (auto& t : s->io_threads_) {
+      if (t->connections.load(std::memory_order_relaxed) <
+          pick->connections.load(std::memory_order_relaxed)) {
+        pick = t.get();
+      }
+    }
+    pick->Adopt(fd, std::move(peer));
   }
 }
 
@@ -674,6 +686,7 @@ void TcpServer::Connection::Close(const char* why) {
   CountReceiveBuffer();
   TcpServer* server = thread_->server();
   server->counters_.open.fetch_sub(1);
+  thread_->connections.fetch_sub(1, std::memory_order_relaxed);
   if (std::strcmp(why, "stalled in the middle of a record") == 0) {
     server->counters_.closed_bad_record.fetch_add(1);
     log::Warn("{}:{}: closing connection: {}", peer_.host, peer_.port, why);

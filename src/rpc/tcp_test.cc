@@ -251,8 +251,9 @@ TEST(TcpServerThreads, OneEventLoopPerUsableCpuByDefault) {
 }
 
 // Every loop accepts: while a call holds one loop (inline, as a cold READ could), a new
-// connection is still accepted, by another loop, whichever loop is held. (With accept on
-// loop 0 alone, holding loop 0 held every new client in the backlog.)
+// client is still accepted, by another loop, and served there, whichever loop is held.
+// (With accept on loop 0 alone, holding loop 0 held every new client in the backlog; with
+// connections dealt round robin, every other new client went to the held loop.)
 TEST(TcpServerThreads, EveryLoopAccepts) {
   constexpr uint32_t kHold = 2;
   std::atomic<int> holding{0};
@@ -288,11 +289,18 @@ TEST(TcpServerThreads, EveryLoopAccepts) {
     std::thread holder([&, i] { (void)on_loop[i]->CallSync(kProg, kVers, kHold, {}, nullptr); });
     EXPECT_TRUE(testing::WaitFor([&] { return holding.load() > before; }))
         << "the HOLD call never ran";  // not ASSERT: the holder must be released and joined
-    uint64_t accepted = server.counters().accepted.load();
+    // A new client's NULL call is answered while the loop stays held: accepted by the
+    // other loop, and kept there rather than dealt to the held one.
     int fd = RawSocketTo(*port);
-    EXPECT_TRUE(testing::WaitFor([&] { return server.counters().accepted.load() > accepted; },
-                                 std::chrono::seconds(30)))
-        << "no loop accepted while the loop of connection " << i << " was held";
+    auto call = testing::CallBytes(100 + static_cast<uint32_t>(i), kProg, kVers, kNull);
+    std::byte mark[4];
+    xdr::StoreBe32(mark, kLastFragment | static_cast<uint32_t>(call.size()));
+    ASSERT_EQ(write(fd, mark, 4), 4);
+    ASSERT_EQ(write(fd, call.data(), call.size()), static_cast<ssize_t>(call.size()));
+    pollfd pfd{fd, POLLIN, 0};
+    EXPECT_EQ(poll(&pfd, 1, 30000), 1)
+        << "a new client was not served while the loop of connection " << i << " was held";
+    EXPECT_EQ(holding.load(), before + 1);
     release = true;
     holder.join();
     close(fd);
