@@ -30,6 +30,27 @@ Result<nfs3::READ3res> Channel::ReadSync(const nfs3::nfs_fh3& fh, uint64_t offse
   });
 }
 
+Channel::SentRead Channel::ReadAsync(const nfs3::nfs_fh3& fh, uint64_t offset,
+                                     std::span<std::byte> dest,
+                                     std::move_only_function<void(Result<nfs3::READ3res>)> done) {
+  Count(nfs3::nfsproc3::READ);
+  nfs3::READ3args args{fh, offset, static_cast<uint32_t>(dest.size())};
+  // The landing lives in the callback, which the connection keeps until it has run.
+  auto landing = std::make_unique<rpc::ReplyLanding>(ReadLanding(dest));
+  const rpc::ReplyLanding* where = landing.get();
+  rpc::RpcClient& conn = Next();
+  uint32_t xid = conn.Call(
+      nfs3::NFS_PROGRAM, nfs3::NFS_V3, static_cast<uint32_t>(nfs3::nfsproc3::READ),
+      ActingAs::Or(cred_), [&](xdr::XdrEncoder& e) { e(args); },
+      [landing = std::move(landing), done = std::move(done)](Result<rpc::RpcReply> reply) mutable {
+        auto res = DecodeReply<nfs3::READ3res>(reply);
+        if (res) PlaceReadData(*res, *reply, landing->dest);
+        done(std::move(res));
+      },
+      where);
+  return {&conn, xid};
+}
+
 void Channel::Shutdown() {
   for (auto& c : conns_) c->Shutdown();
   // Retries still waiting run now, against shut-down connections: each caller

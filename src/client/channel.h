@@ -53,6 +53,22 @@ class Channel {
   Result<nfs3::READ3res> ReadSync(const nfs3::nfs_fh3& fh, uint64_t offset,
                                   std::span<std::byte> dest);
 
+  // A READ sent by ReadAsync: where to cancel it.
+  struct SentRead {
+    rpc::RpcClient* conn = nullptr;
+    uint32_t xid = 0;
+  };
+  // ReadSync without waiting, on the next connection: `done` runs once, on a
+  // reader thread (or this one, before the return), and `dest` is its caller's
+  // again once it has. NFS3ERR_JUKEBOX goes to `done`: a resend is its caller's.
+  SentRead ReadAsync(const nfs3::nfs_fh3& fh, uint64_t offset, std::span<std::byte> dest,
+                     std::move_only_function<void(Result<nfs3::READ3res>)> done);
+  // Fails a READ of ReadAsync still waiting for its reply with `err` (see
+  // RpcClient::Cancel): its `done` has run or is running when this returns.
+  static void Cancel(const SentRead& read, int err) {
+    if (read.conn) read.conn->Cancel(read.xid, err);
+  }
+
   void AddWriteBytes(uint64_t n) { write_bytes_.fetch_add(n, std::memory_order_relaxed); }
   void AddReadBytes(uint64_t n) { read_bytes_.fetch_add(n, std::memory_order_relaxed); }
   void AddResentBytes(uint64_t n) { resent_bytes_.fetch_add(n, std::memory_order_relaxed); }

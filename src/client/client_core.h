@@ -136,7 +136,13 @@ class ClientCore {
   // Fetches the missing pages of [offset, offset+len) plus `ahead` bytes of
   // read-ahead; waits only for the part that was asked for.
   Result<void> Fetch(const InodePtr& ino, uint64_t offset, uint64_t len, uint64_t ahead);
+  // Reads into `out` around the cache, the data landing there from the socket.
   Result<size_t> ReadDirect(const InodePtr& ino, uint64_t offset, std::span<std::byte> out);
+  // ReadDirect's READs of rsize for all of `out`, many in flight: the bytes read
+  // whole from the front of `out`, and `*at_end` when the file ends within them.
+  // After a short reply or NFS3ERR_JUKEBOX the rest is the caller's to read.
+  Result<size_t> ReadDirectPipelined(const InodePtr& ino, uint64_t offset,
+                                     std::span<std::byte> out, bool* at_end);
   Result<size_t> WriteDirect(const InodePtr& ino, uint64_t offset, std::span<const std::byte> data);
 
   // Write-back. REQUIRES: ino->flush_mu held (shared suffices to send new direct data).

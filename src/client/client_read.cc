@@ -17,6 +17,9 @@ namespace {
 // How far from the end of the previous read a read may start and still continue
 // a sequential stream.
 constexpr uint64_t kReadAheadSlack = 1 << 20;
+// READs one direct read keeps in flight: a 16 MiB read at the default rsize in
+// one round trip, with the replies' memory bounded by the caller's buffer.
+constexpr int kDirectReadWindow = 16;
 
 // The runs of whole pages of `r` that hold bytes of [r.begin, end) not cached.
 std::vector<ReadsInFlight::Range> MissingRuns(Inode& ino, ReadsInFlight::Range r, uint64_t end) {
@@ -221,6 +224,15 @@ Result<size_t> ClientCore::ReadDirect(const InodePtr& ino, uint64_t offset,
     if (auto f = Flush(ino, false); !f) return std::unexpected(f.error());
   }
   size_t done = 0;
+  if (out.size() > rsize_) {
+    bool at_end = false;
+    auto r = ReadDirectPipelined(ino, offset, out, &at_end);
+    if (!r) return r;
+    done = *r;
+    if (at_end) return done;
+  }
+  // One READ at a time: a read of one rsize (the calling thread receives its
+  // reply, with no handoff), or what a pipelined read could not place.
   while (done < out.size()) {
     uint32_t count = static_cast<uint32_t>(std::min<uint64_t>(rsize_, out.size() - done));
     auto token = BeginCall(ino, Kind::kObserve);
@@ -239,6 +251,95 @@ Result<size_t> ClientCore::ReadDirect(const InodePtr& ino, uint64_t offset,
     channel_->AddReadBytes(n);
     done += n;
     if (r->resok.eof || n == 0) break;
+  }
+  return done;
+}
+
+Result<size_t> ClientCore::ReadDirectPipelined(const InodePtr& ino, uint64_t offset,
+                                               std::span<std::byte> out, bool* at_end) {
+  struct Chunk {
+    int error = 0;
+    bool jukebox = false;
+    bool eof = false;
+    size_t bytes = 0;
+  };
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<Chunk> chunks;  // GUARDED_BY(mu)
+    int in_flight = 0;          // GUARDED_BY(mu)
+    // A reply ended the run of whole chunks: the READs after it would be wasted.
+    bool stop = false;  // GUARDED_BY(mu)
+  };
+  const size_t count = (out.size() + rsize_ - 1) / rsize_;
+  auto chunk = [&](size_t i) {
+    return out.subspan(i * rsize_, std::min<size_t>(rsize_, out.size() - i * rsize_));
+  };
+  // The callbacks own the state: one may still be notifying when we return.
+  auto st = std::make_shared<State>();
+  st->chunks.resize(count);
+  std::vector<Channel::SentRead> sent(count);  // this thread's alone
+  size_t next = 0;
+  std::unique_lock lock(st->mu);
+  auto can_send = [&] { return next < count && !st->stop && st->in_flight < kDirectReadWindow; };
+  for (;;) {
+    while (can_send()) {
+      size_t i = next++;
+      ++st->in_flight;
+      // A callback may run before ReadAsync returns (a connection shut down).
+      lock.unlock();
+      std::span<std::byte> dest = chunk(i);
+      auto token = BeginCall(ino, Kind::kObserve);
+      sent[i] =
+          channel_->ReadAsync(ino->fh(), offset + i * rsize_, dest,
+                              [this, ino, token, st, i, asked = dest.size()](Result<READ3res> r) {
+                                Chunk c;
+                                if (!r) {
+                                  c.error = r.error().code;
+                                  EndCall(ino, token, std::nullopt, std::nullopt);
+                                } else if (r->status != NFS3_OK) {
+                                  c.jukebox = r->status == NFS3ERR_JUKEBOX;
+                                  if (!c.jukebox) c.error = ErrnoFromNfsStat(r->status);
+                                  EndCall(ino, token, std::nullopt, r->resfail.obj_attributes);
+                                } else {
+                                  EndCall(ino, token, std::nullopt, r->resok.file_attributes);
+                                  c.bytes = r->resok.data.bytes.size();
+                                  c.eof = r->resok.eof;
+                                  channel_->AddReadBytes(c.bytes);
+                                }
+                                std::lock_guard guard(st->mu);
+                                if (c.error || c.jukebox || c.eof || c.bytes < asked)
+                                  st->stop = true;
+                                st->chunks[i] = c;
+                                --st->in_flight;
+                                st->cv.notify_all();
+                              });
+      lock.lock();
+    }
+    if (st->in_flight == 0) break;  // and nothing more to send: can_send() is false
+    if (!WaitUnlessInterrupted(lock, st->cv, [&] { return st->in_flight == 0 || can_send(); })) {
+      // Whoever asked is gone, and `out` goes with them: no READ may land in it
+      // after we return.
+      lock.unlock();
+      for (size_t i = 0; i < next; ++i) Channel::Cancel(sent[i], EINTR);
+      lock.lock();
+      st->cv.wait(lock, [&] { return st->in_flight == 0; });
+      return Fail(EINTR);
+    }
+  }
+  // The front of `out` that is exactly what one READ at a time would have read.
+  size_t done = 0;
+  *at_end = false;
+  for (size_t i = 0; i < next; ++i) {
+    const Chunk& c = st->chunks[i];
+    if (c.jukebox) break;  // read again one at a time, which waits it out
+    if (c.error) return Fail(c.error);
+    done += c.bytes;
+    if (c.eof || c.bytes == 0) {
+      *at_end = true;
+      break;
+    }
+    if (c.bytes < chunk(i).size()) break;  // short: what follows landed out of place
   }
   return done;
 }

@@ -137,9 +137,9 @@ Result<int> RpcClient::Dial() {
   return Fail(last_err);
 }
 
-void RpcClient::Call(uint32_t prog, uint32_t vers, uint32_t proc, const Credential& cred,
-                     const ArgsEncoder& args, Callback cb, const ReplyLanding* landing) {
-  Send(prog, vers, proc, cred, args, std::move(cb), landing);
+uint32_t RpcClient::Call(uint32_t prog, uint32_t vers, uint32_t proc, const Credential& cred,
+                         const ArgsEncoder& args, Callback cb, const ReplyLanding* landing) {
+  return Send(prog, vers, proc, cred, args, std::move(cb), landing);
 }
 
 uint32_t RpcClient::Send(uint32_t prog, uint32_t vers, uint32_t proc, const Credential& cred,

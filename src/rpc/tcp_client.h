@@ -110,10 +110,15 @@ class RpcClient {
   RpcClient(const RpcClient&) = delete;
   RpcClient& operator=(const RpcClient&) = delete;
 
-  // Sends a call. `cb` runs exactly once: with the reply (any accept status), or
-  // with an error (ETIMEDOUT, ECONNRESET when reconnecting is off, ESHUTDOWN).
-  void Call(uint32_t prog, uint32_t vers, uint32_t proc, const Credential& cred,
-            const ArgsEncoder& args, Callback cb, const ReplyLanding* landing = nullptr);
+  // Sends a call and returns its xid. `cb` runs exactly once: with the reply (any
+  // accept status), or with an error (ETIMEDOUT, ECONNRESET when reconnecting is
+  // off, ESHUTDOWN), perhaps before Call returns.
+  uint32_t Call(uint32_t prog, uint32_t vers, uint32_t proc, const Credential& cred,
+                const ArgsEncoder& args, Callback cb, const ReplyLanding* landing = nullptr);
+  // Fails the call `xid` with `err` if it is still waiting for its reply: its
+  // callback runs here, once its landing is written no more. A reply being
+  // handed over meanwhile runs the callback on the receiving thread instead.
+  void Cancel(uint32_t xid, int err);
   // Same, waiting for the reply. When this thread's work is interrupted (see
   // InterruptScope) the wait ends, the call is cancelled and the result is EINTR.
   Result<RpcReply> CallSync(uint32_t prog, uint32_t vers, uint32_t proc, const Credential& cred,
@@ -147,8 +152,6 @@ class RpcClient {
   uint32_t Send(uint32_t prog, uint32_t vers, uint32_t proc, const Credential& cred,
                 const ArgsEncoder& args, Callback cb, const ReplyLanding* landing,
                 bool* receive = nullptr);
-  // Fails the call `xid` with `err` if it is still waiting for its reply.
-  void Cancel(uint32_t xid, int err);
   // Landing a reply's data (see ReplyLanding). The receiver looks at each reply
   // still arriving once, and diverts its bulk bytes when its call has a landing.
   void MaybeLand();

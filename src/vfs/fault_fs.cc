@@ -61,6 +61,12 @@ class FaultInjectingFs::Injector {
   void SetTimeGranularity(uint64_t ns) { granularity_ns_.store(ns, std::memory_order_relaxed); }
   void LimitWrites(size_t bytes) { write_limit_.store(bytes, std::memory_order_relaxed); }
   size_t write_limit() const { return write_limit_.load(std::memory_order_relaxed); }
+  void LimitReads(size_t bytes) { read_limit_.store(bytes, std::memory_order_relaxed); }
+  // `out` cut to the read limit.
+  std::span<std::byte> Limited(std::span<std::byte> out) const {
+    size_t limit = read_limit_.load(std::memory_order_relaxed);
+    return limit > 0 && out.size() > limit ? out.first(limit) : out;
+  }
   void set_journal(std::shared_ptr<UnsyncedWriteJournal> journal) { journal_ = std::move(journal); }
   UnsyncedWriteJournal* journal() const { return journal_.get(); }
   // What a filesystem with the configured clock granularity would report.
@@ -138,6 +144,7 @@ class FaultInjectingFs::Injector {
   std::atomic<uint64_t> injected_{0};
   std::atomic<uint64_t> granularity_ns_{0};
   std::atomic<size_t> write_limit_{0};
+  std::atomic<size_t> read_limit_{0};
   std::shared_ptr<UnsyncedWriteJournal> journal_;  // set before the first Open
   mutable std::mutex hold_mu_;
   std::condition_variable released_;
@@ -156,13 +163,13 @@ class FaultOpenFile final : public OpenFile {
   Result<size_t> Read(uint64_t offset, std::span<std::byte> out) override {
     if (auto error = Check(FaultOp::kRead)) return Fail(*error);
     injector_->WaitWhileHeld();
-    return base_->Read(offset, out);
+    return base_->Read(offset, injector_->Limited(out));
   }
 
   Result<size_t> ReadIfCached(uint64_t offset, std::span<std::byte> out) override {
     if (auto error = Check(FaultOp::kRead)) return Fail(*error);
     if (injector_->holding_reads()) return Fail(EAGAIN);
-    return base_->ReadIfCached(offset, out);
+    return base_->ReadIfCached(offset, injector_->Limited(out));
   }
 
   Result<size_t> Write(uint64_t offset, std::span<const std::byte> data) override {
@@ -245,6 +252,7 @@ void FaultInjectingFs::ClearFaults() { injector_->Clear(); }
 void FaultInjectingFs::SetTimeGranularity(uint64_t ns) { injector_->SetTimeGranularity(ns); }
 
 void FaultInjectingFs::LimitWrites(size_t bytes) { injector_->LimitWrites(bytes); }
+void FaultInjectingFs::LimitReads(size_t bytes) { injector_->LimitReads(bytes); }
 
 void FaultInjectingFs::HoldReads() { injector_->HoldReads(true); }
 void FaultInjectingFs::ReleaseReads() { injector_->HoldReads(false); }

@@ -85,6 +85,10 @@ class FaultInjectingFs final : public Filesystem {
   // so (0: no limit): the short writes pwrite(2) may make, which NFS passes on as a
   // WRITE reply's count.
   void LimitWrites(size_t bytes);
+  // From now on, OpenFile::Read reads at most `bytes` (0: no limit), short of the
+  // end of file: a backend breaking the contract that reads are short only at the
+  // end, which READ passes on as a short reply without eof (a server may send one).
+  void LimitReads(size_t bytes);
 
   // Reads as of a disk that does not answer: until ReleaseReads(), OpenFile::Read
   // waits and ReadIfCached says it would (EAGAIN). Counts the reads that waited.

@@ -2,7 +2,8 @@
 // replies from ever reaching the client, so that a test knows those calls are
 // still in flight (the client's own in_flight() counts them) without timing,
 // and can hold GETATTR replies back until the test lets them go (a slow reply
-// whose attributes are old by the time they arrive).
+// whose attributes are old by the time they arrive), or a READ reply until the
+// replies of later calls on other connections have come.
 #pragma once
 
 #include <arpa/inet.h>
@@ -69,10 +70,22 @@ class HoldingProxy {
     std::lock_guard lock(gate_mu_);
     gate_closed_ = true;
   }
+  // While set, the reply to a READ of `offset` waits, with the replies behind it
+  // on its connection, until Release(): a reply that comes after later calls' replies.
+  void DelayReadReplyAt(uint64_t offset) {
+    std::lock_guard lock(gate_mu_);
+    delay_read_at_ = offset;
+  }
+  // Replies that have waited at DelayReadReplyAt so far, the one waiting now included.
+  uint64_t read_replies_delayed() {
+    std::lock_guard lock(gate_mu_);
+    return read_replies_delayed_;
+  }
   void Release() {
     {
       std::lock_guard lock(gate_mu_);
       gate_closed_ = false;
+      delay_read_at_ = UINT64_MAX;
     }
     gate_cv_.notify_all();
   }
@@ -222,6 +235,13 @@ class HoldingProxy {
       }
       return false;
     }
+    {
+      std::unique_lock lock(gate_mu_);
+      if (call.read_offset == delay_read_at_) {
+        ++read_replies_delayed_;
+        gate_cv_.wait(lock, [&] { return delay_read_at_ != call.read_offset; });
+      }
+    }
     bool hold = call.read_offset >= hold_from_.load();
     if (hold) held_.fetch_add(1);
     return hold;
@@ -234,8 +254,10 @@ class HoldingProxy {
   std::atomic<uint64_t> held_{0};
   std::mutex gate_mu_;
   std::condition_variable gate_cv_;
-  bool gate_closed_ = false;    // GUARDED_BY(gate_mu_)
-  uint64_t getattrs_held_ = 0;  // GUARDED_BY(gate_mu_)
+  bool gate_closed_ = false;             // GUARDED_BY(gate_mu_)
+  uint64_t getattrs_held_ = 0;           // GUARDED_BY(gate_mu_)
+  uint64_t delay_read_at_ = UINT64_MAX;  // GUARDED_BY(gate_mu_)
+  uint64_t read_replies_delayed_ = 0;    // GUARDED_BY(gate_mu_)
   std::mutex mu_;
   bool stop_ = false;                         // GUARDED_BY(mu_)
   std::vector<std::unique_ptr<Conn>> conns_;  // GUARDED_BY(mu_) until the accept thread ends
