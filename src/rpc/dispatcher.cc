@@ -19,17 +19,15 @@ void ProcStats::Record(uint64_t ns) {
   s.buckets[bucket].fetch_add(1, std::memory_order_relaxed);
 }
 
-uint64_t ProcStats::Calls() const {
+uint64_t ProcStats::Sum(std::atomic<uint64_t> Shard::*field) const {
   uint64_t n = 0;
-  for (const Shard& s : shards_) n += s.calls.load(std::memory_order_relaxed);
+  for (const Shard& s : shards_) n += (s.*field).load(std::memory_order_relaxed);
   return n;
 }
 
-uint64_t ProcStats::TotalNs() const {
-  uint64_t n = 0;
-  for (const Shard& s : shards_) n += s.total_ns.load(std::memory_order_relaxed);
-  return n;
-}
+uint64_t ProcStats::Calls() const { return Sum(&Shard::calls); }
+
+uint64_t ProcStats::TotalNs() const { return Sum(&Shard::total_ns); }
 
 uint64_t ProcStats::MaxNs() const {
   uint64_t n = 0;

@@ -79,6 +79,7 @@ class ProcStats {
     std::atomic<uint64_t> max_ns{0};
     std::array<std::atomic<uint64_t>, kBuckets> buckets{};
   };
+  uint64_t Sum(std::atomic<uint64_t> Shard::*field) const;
   std::array<Shard, kCounterShards> shards_{};
 };
 

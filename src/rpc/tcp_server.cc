@@ -308,12 +308,12 @@ void TcpServer::IoThread::Tick() {
 }
 
 void TcpServer::IoThread::Listener::OnEvent(uint32_t) {
-  if (server->stopped_.load()) {
-    // Stop() took it out of every loop, but a tick may have re-armed it meanwhile.
-    thread->Remove(listen_fd);
-    return;
-  }
-  while (!server->stopped_.load()) {
+  for (;;) {
+    if (server->stopped_.load()) {
+      // Stop() took it out of every loop, but a tick may have re-armed it meanwhile.
+      thread->Remove(listen_fd);
+      return;
+    }
     sockaddr_storage ss{};
     socklen_t len = sizeof(ss);
     int fd =

@@ -2,10 +2,10 @@
 //
 // I/O threads each run an epoll loop over their share of the connections, and
 // each accepts (one listening socket in every loop's epoll set, EPOLLEXCLUSIVE),
-// keeping a new connection unless another loop has fewer. Calls run inline on the I/O thread unless their
-// procedure may block (kProcMayBlock), in which case a worker thread runs them;
-// a call that finds on the loop that it would wait on the disk (CallContext::
-// would_block) is run again by a worker.
+// keeping a new connection unless another loop has fewer. Calls run inline on
+// the I/O thread unless their procedure may block (kProcMayBlock), in which case
+// a worker thread runs them; a call that finds on the loop that it would wait on
+// the disk (CallContext::would_block) is run again by a worker.
 // Replies go out in completion order, batched into one writev per wakeup.
 // Many connections, many calls in flight per connection, replies in any order.
 //
