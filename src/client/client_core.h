@@ -141,8 +141,8 @@ class ClientCore {
   // ReadDirect's READs of rsize for all of `out`, many in flight: the bytes read
   // whole from the front of `out`, and `*at_end` when the file ends within them.
   // After a short reply or NFS3ERR_JUKEBOX the rest is the caller's to read.
-  Result<size_t> ReadDirectPipelined(const InodePtr& ino, uint64_t offset,
-                                     std::span<std::byte> out, bool* at_end);
+  Result<size_t> ReadDirectPipelined(const InodePtr& ino, uint64_t offset, std::span<std::byte> out,
+                                     bool* at_end);
   Result<size_t> WriteDirect(const InodePtr& ino, uint64_t offset, std::span<const std::byte> data);
 
   // Write-back. REQUIRES: ino->flush_mu held (shared suffices to send new direct data).
@@ -153,10 +153,10 @@ class ClientCore {
   Result<void> CommitAndVerify(const InodePtr& ino);
   // Sends `data` at `offset` as WRITEs of at most wsize, many in flight, and
   // records each reply's verifier as an UnstableExtent (unless FILE_SYNC came back).
-  Result<void> SendExtents(
-      const InodePtr& ino,
-      std::vector<std::pair<uint64_t, std::shared_ptr<std::vector<std::byte>>>> runs,
-      nfs3::stable_how stable, bool resend, std::function<void(size_t)> on_written = nullptr);
+  Result<void> SendExtents(const InodePtr& ino,
+                           std::vector<std::pair<uint64_t, std::shared_ptr<PooledBytes>>> runs,
+                           nfs3::stable_how stable, bool resend,
+                           std::function<void(size_t)> on_written = nullptr);
   void KickWriteback(const InodePtr& ino);
   // Flush() on the calling thread, to the end.
   Result<void> FlushNow(const InodePtr& ino, bool commit, bool keep_error);

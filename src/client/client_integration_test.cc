@@ -10,6 +10,7 @@
 #include <regex>
 #include <thread>
 
+#include "base/buffer_pool.h"
 #include "client/acting_as.h"
 #include "client/testing/test_servers.h"
 
@@ -626,6 +627,36 @@ TEST_F(ClientFaultTest, ATruncateRacingAResendLeavesTheFileAtItsNewSize) {
     EXPECT_TRUE((*f)->Close());
   }
   EXPECT_EQ(regrown, 0) << "a resend landed after the truncate and grew the file back";
+}
+
+// Write-back keeps each run's bytes until COMMIT, in pooled blocks that stay resident.
+// Pages dirty in part (here 100 bytes of each, in a row) make one run per page: each
+// must hold a block the size of its bytes, not one sized for the pages that follow.
+// Before, 160 such pages held about 50 MiB for 16 KB of data.
+TEST_F(ClientFaultTest, PartlyDirtyPagesKeepBlocksOfTheirOwnSize) {
+  ClientOptions o;
+  o.dirty_bytes = 16 << 10;  // write-back every ~160 pages
+  auto c = Connect(o);
+  ASSERT_TRUE(c);
+  auto f = c->Open("sparse-dirty.bin", O_CREAT | O_RDWR | O_TRUNC, 0644);
+  ASSERT_TRUE(f.has_value());
+  constexpr int kPages = 1024;
+  std::string want((kPages - 1) * 4096 + 200, '\0');  // the file ends where the last write does
+  int64_t lent_before = BufferPool::GetStats().lent_bytes;
+  int64_t most_lent = 0;
+  for (int i = 0; i < kPages; ++i) {
+    std::string bit = Pattern(100, static_cast<uint32_t>(i));
+    ASSERT_TRUE((*f)->Pwrite(Bytes(bit), i * 4096 + 100));
+    want.replace(i * 4096 + 100, 100, bit);
+    most_lent = std::max(most_lent, BufferPool::GetStats().lent_bytes - lent_before);
+  }
+  // 1024 runs of 100 bytes, kept until the close commits them: 4 KiB blocks, 4 MiB.
+  EXPECT_LT(most_lent, int64_t{8} << 20);
+  ASSERT_TRUE((*f)->Close());
+  std::string disk = DiskFile(server_, "sparse-dirty.bin");
+  ASSERT_EQ(disk.size(), want.size());
+  auto [at, _] = std::ranges::mismatch(disk, want);
+  EXPECT_TRUE(at == disk.end()) << "first wrong byte at " << (at - disk.begin());
 }
 
 // Direct writers of one file run in parallel; COMMITs triggered by the

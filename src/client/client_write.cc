@@ -19,7 +19,7 @@ namespace nfsx::client {
 
 using namespace nfs3;
 using Kind = ConsistencyTracker::Kind;
-using Run = std::pair<uint64_t, std::shared_ptr<std::vector<std::byte>>>;
+using Run = std::pair<uint64_t, std::shared_ptr<PooledBytes>>;
 
 namespace {
 // Write-back carries the identity of the file's last writer (acting_as.h), whichever
@@ -184,21 +184,35 @@ Result<void> ClientCore::SendDirty(const InodePtr& ino, stable_how stable) {
     for (size_t i = indexes.size(); i-- > 1;) {
       if (indexes[i - 1] + 1 == indexes[i]) pages_in_row[i - 1] = pages_in_row[i] + 1;
     }
+    // A run that ended far short of the block taken for it (pages dirty in part, or a
+    // row broken by a partial page) gives the block back for an exact copy: pooled
+    // blocks stay resident, and scattered dirty pages would otherwise hold a block each.
+    auto trim_last_run = [&runs] {
+      if (runs.empty()) return;
+      auto& buf = runs.back().second;
+      if (buf->capacity() > BufferPool::kMinBlock && buf->size() <= buf->capacity() / 2) {
+        buf = std::make_shared<PooledBytes>(std::span<const std::byte>(*buf));
+      }
+    };
     size_t at = 0;
     ino->pages.ForEachDirty(indexes, [&](uint64_t index, const Page& p) {
       while (indexes[at] != index) ++at;
       uint64_t b = index * kPageSize + p.dirty_begin, e = index * kPageSize + p.dirty_end;
-      bool joins = !runs.empty() && run_end == b && runs.back().second->size() + (e - b) <= wsize_;
+      bool joins = !runs.empty() && run_end == b &&
+                   runs.back().second->size() + (e - b) <=
+                       std::min<size_t>(wsize_, runs.back().second->capacity());
       if (!joins) {
-        runs.emplace_back(b, std::make_shared<std::vector<std::byte>>());
-        runs.back().second->reserve(std::min<uint64_t>(wsize_, pages_in_row[at] * kPageSize));
+        trim_last_run();
+        runs.emplace_back(b, std::make_shared<PooledBytes>(
+                                 std::min<uint64_t>(wsize_, pages_in_row[at] * kPageSize)));
         pieces.emplace_back();
       }
-      auto& buf = *runs.back().second;
-      buf.insert(buf.end(), p.data() + p.dirty_begin, p.data() + p.dirty_end);
+      runs.back().second->Append(
+          std::span(p.data() + p.dirty_begin, size_t{p.dirty_end} - p.dirty_begin));
       pieces.back().push_back({index, p.version});
       run_end = p.dirty_end == kPageSize ? e : UINT64_MAX;  // a run continues only at a page edge
     });
+    trim_last_run();
     if (runs.empty()) break;
     // Each run, once written, cleans its pages unless they were written again meanwhile.
     auto clean = [this, ino, pieces](size_t i) {
@@ -234,7 +248,7 @@ Result<void> ClientCore::SendExtents(const InodePtr& ino, std::vector<Run> runs,
     }
     for (size_t p = 0; p < buf->size(); p += wsize_) {
       size_t n = std::min<size_t>(wsize_, buf->size() - p);
-      auto part = std::make_shared<std::vector<std::byte>>(buf->begin() + p, buf->begin() + p + n);
+      auto part = std::make_shared<PooledBytes>(std::span(buf->data() + p, n));
       writes.push_back({{off + p, part}, i});
     }
   }
@@ -281,9 +295,8 @@ Result<void> ClientCore::SendExtents(const InodePtr& ino, std::vector<Run> runs,
             if (written == 0) {
               err = EIO;
             } else if (written < buf->size()) {
-              rest = Run{offset + written,
-                         std::make_shared<std::vector<std::byte>>(
-                             buf->begin() + static_cast<ptrdiff_t>(written), buf->end())};
+              rest = Run{offset + written, std::make_shared<PooledBytes>(std::span(
+                                               buf->data() + written, buf->size() - written))};
             }
             // The verifier of every WRITE is recorded with its range, whatever the
             // stability asked for; only FILE_SYNC data needs no COMMIT (seed 003).
@@ -366,9 +379,8 @@ Result<void> ClientCore::CommitAndVerify(const InodePtr& ino) {
           it = ino->unstable.erase(it);
           continue;
         }
-        auto first = e.data->begin() + static_cast<ptrdiff_t>(e.begin);
-        again.emplace_back(it->first, std::make_shared<std::vector<std::byte>>(
-                                          first, first + static_cast<ptrdiff_t>(e.len)));
+        again.emplace_back(
+            it->first, std::make_shared<PooledBytes>(std::span(e.data->data() + e.begin, e.len)));
         ++it;
       }
     }
@@ -407,7 +419,7 @@ Result<size_t> ClientCore::WriteDirect(const InodePtr& ino, uint64_t offset,
   {
     std::shared_lock fl(ino->flush_mu);  // many direct writers of one file at once
     ino->write_seq.fetch_add(1);
-    auto buf = std::make_shared<std::vector<std::byte>>(data.begin(), data.end());
+    auto buf = std::make_shared<PooledBytes>(data);
     if (auto s = SendExtents(ino, {{offset, buf}}, UNSTABLE, false); !s) {
       return std::unexpected(s.error());
     }
@@ -439,7 +451,7 @@ Result<uint64_t> ClientCore::Append(const InodePtr& ino, std::span<const std::by
   uint64_t offset = ino->Size();
   std::lock_guard fl(ino->flush_mu);
   ino->write_seq.fetch_add(1);
-  auto buf = std::make_shared<std::vector<std::byte>>(data.begin(), data.end());
+  auto buf = std::make_shared<PooledBytes>(data);
   if (auto s = SendExtents(ino, {{offset, buf}}, FILE_SYNC, false); !s) {
     return std::unexpected(s.error());
   }

@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/buffer_pool.h"
 #include "client/consistency.h"
 #include "client/page_cache.h"
 #include "client/reads_in_flight.h"
@@ -43,7 +44,7 @@ enum Invalid : uint32_t {
 // writes included). Extents of one file never overlap: newer bytes replace the
 // older ones they cover, so a resend can never put old data over new.
 struct UnstableExtent {
-  std::shared_ptr<const std::vector<std::byte>> data;
+  std::shared_ptr<const PooledBytes> data;
   size_t begin = 0;  // the extent is data[begin, begin + len)
   size_t len = 0;
   nfs3::writeverf3 verf{};

@@ -127,7 +127,8 @@ TEST_F(InodeTimerTest, ExpireAttrRacingAnOlderReplyAlwaysWins) {
 // read 0xDB where it had written, before its next COMMIT resent the data).
 TEST_F(InodeTimerTest, UnstableBytesOverlayWhatAReadReturns) {
   auto buf = [](size_t n, uint8_t v) {
-    return std::make_shared<const std::vector<std::byte>>(n, std::byte{v});
+    std::vector<std::byte> bytes(n, std::byte{v});
+    return std::make_shared<const PooledBytes>(std::span<const std::byte>(bytes));
   };
   {
     std::lock_guard lock(ino_.wb_mu);

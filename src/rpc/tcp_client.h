@@ -31,6 +31,7 @@
 #include <string>
 #include <thread>
 
+#include "base/buffer_pool.h"
 #include "base/out_buffer.h"
 #include "base/result.h"
 #include "rpc/message.h"
@@ -74,7 +75,7 @@ struct ReplyLanding {
 // A reply whose results start at `results` inside `record` (kept alive with it).
 struct RpcReply {
   ReplyHeader header;
-  std::shared_ptr<std::byte[]> record;
+  std::shared_ptr<const PooledBytes> record;
   std::span<const std::byte> results;
   // Set when the bulk data went to the call's ReplyLanding: that many bytes
   // (at most dest.size(); the server may have sent more) are at the front of

@@ -41,9 +41,8 @@ bool RpcClient::HandleRecord(std::span<std::byte> record, std::optional<size_t> 
   }
   // Copied before the socket may change hands: `record` lives in records_.
   size_t offset = static_cast<size_t>(d.position() - record.data());
-  reply.record = std::make_shared_for_overwrite<std::byte[]>(record.size());
-  std::memcpy(reply.record.get(), record.data(), record.size());
-  reply.results = std::span<const std::byte>(reply.record.get() + offset, record.size() - offset);
+  reply.record = std::make_shared<const PooledBytes>(record);
+  reply.results = std::span<const std::byte>(reply.record->data() + offset, record.size() - offset);
   Callback cb;
   bool inline_cb;
   bool it_was_sync;

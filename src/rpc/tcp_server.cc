@@ -19,6 +19,7 @@
 #include <unordered_map>
 
 #include "base/atomic_max.h"
+#include "base/buffer_pool.h"
 #include "base/logging.h"
 #include "rpc/record_marking.h"
 #include "rpc/send_no_signal.h"
@@ -553,9 +554,8 @@ void TcpServer::Connection::HandleRecord(std::span<std::byte> record,
     server->counters_.moved_off_loop.fetch_add(1, std::memory_order_relaxed);
   }
   // The record buffer is reused for the next read: the worker gets its own copy.
-  auto copy = std::make_shared_for_overwrite<std::byte[]>(record.size());
-  std::memcpy(copy.get(), record.data(), record.size());
-  Dispatcher::Rebase(call, record, std::span<const std::byte>(copy.get(), record.size()));
+  auto copy = std::make_shared<PooledBytes>(record);
+  Dispatcher::Rebase(call, record, *copy);
   server->budget_.Add(record.size());
   {
     std::lock_guard lock(out_mu_);
