@@ -85,28 +85,40 @@ class FaultInjectingFs::Injector {
     return attr;
   }
 
-  void HoldReads(bool hold) {
-    {
-      std::lock_guard lock(hold_mu_);
-      holding_ = hold;
+  // A disk that does not answer one kind of call: while held, callers wait in Pass().
+  class Gate {
+   public:
+    void Hold(bool hold) {
+      {
+        std::lock_guard lock(mu_);
+        holding_ = hold;
+      }
+      if (!hold) released_.notify_all();
     }
-    if (!hold) released_.notify_all();
-  }
-  bool holding_reads() const {
-    std::lock_guard lock(hold_mu_);
-    return holding_;
-  }
-  // Returns once reads are no longer held.
-  void WaitWhileHeld() {
-    std::unique_lock lock(hold_mu_);
-    if (!holding_) return;
-    ++reads_held_;
-    released_.wait(lock, [&] { return !holding_; });
-  }
-  uint64_t reads_held() const {
-    std::lock_guard lock(hold_mu_);
-    return reads_held_;
-  }
+    bool holding() const {
+      std::lock_guard lock(mu_);
+      return holding_;
+    }
+    // Returns once the gate is open.
+    void Pass() {
+      std::unique_lock lock(mu_);
+      if (!holding_) return;
+      ++waited_;
+      released_.wait(lock, [&] { return !holding_; });
+    }
+    uint64_t waited() const {
+      std::lock_guard lock(mu_);
+      return waited_;
+    }
+
+   private:
+    mutable std::mutex mu_;
+    std::condition_variable released_;
+    bool holding_ = false;  // guarded by mu_
+    uint64_t waited_ = 0;   // guarded by mu_
+  };
+  Gate& reads() { return reads_; }
+  Gate& syncs() { return syncs_; }
 
   uint64_t calls(FaultOp op) const { return calls_[Index(op)].load(std::memory_order_relaxed); }
   uint64_t injected() const { return injected_.load(std::memory_order_relaxed); }
@@ -146,10 +158,7 @@ class FaultInjectingFs::Injector {
   std::atomic<size_t> write_limit_{0};
   std::atomic<size_t> read_limit_{0};
   std::shared_ptr<UnsyncedWriteJournal> journal_;  // set before the first Open
-  mutable std::mutex hold_mu_;
-  std::condition_variable released_;
-  bool holding_ = false;     // guarded by hold_mu_
-  uint64_t reads_held_ = 0;  // guarded by hold_mu_
+  Gate reads_, syncs_;
 };
 
 namespace {
@@ -162,13 +171,13 @@ class FaultOpenFile final : public OpenFile {
 
   Result<size_t> Read(uint64_t offset, std::span<std::byte> out) override {
     if (auto error = Check(FaultOp::kRead)) return Fail(*error);
-    injector_->WaitWhileHeld();
+    injector_->reads().Pass();
     return base_->Read(offset, injector_->Limited(out));
   }
 
   Result<size_t> ReadIfCached(uint64_t offset, std::span<std::byte> out) override {
     if (auto error = Check(FaultOp::kRead)) return Fail(*error);
-    if (injector_->holding_reads()) return Fail(EAGAIN);
+    if (injector_->reads().holding()) return Fail(EAGAIN);
     return base_->ReadIfCached(offset, injector_->Limited(out));
   }
 
@@ -187,6 +196,9 @@ class FaultOpenFile final : public OpenFile {
     UnsyncedWriteJournal* j = injector_->journal();
     // Only writes recorded before the sync began are covered by it.
     const uint64_t before = j ? j->Next() : 0;
+    // Held after that point: writes that arrive while a sync waits are not covered by it,
+    // as with an fsync(2) that started before them.
+    injector_->syncs().Pass();
     Result<void> synced = base_->Sync(data_only);
     if (synced && j) j->Synced(handle_, before);
     return synced;
@@ -236,8 +248,11 @@ FaultInjectingFs::FaultInjectingFs(std::unique_ptr<Filesystem> base)
 FaultInjectingFs::FaultInjectingFs(Filesystem& base)
     : base_(&base), injector_(std::make_shared<Injector>()) {}
 
-// A read still held would wait for ever (open files outlive the filesystem object).
-FaultInjectingFs::~FaultInjectingFs() { injector_->HoldReads(false); }
+// A read or sync still held would wait for ever (open files outlive the filesystem object).
+FaultInjectingFs::~FaultInjectingFs() {
+  injector_->reads().Hold(false);
+  injector_->syncs().Hold(false);
+}
 
 void FaultInjectingFs::FailNext(FaultOp op, int error, uint64_t count) {
   injector_->Arm(op, error, std::nullopt, count);
@@ -254,9 +269,12 @@ void FaultInjectingFs::SetTimeGranularity(uint64_t ns) { injector_->SetTimeGranu
 void FaultInjectingFs::LimitWrites(size_t bytes) { injector_->LimitWrites(bytes); }
 void FaultInjectingFs::LimitReads(size_t bytes) { injector_->LimitReads(bytes); }
 
-void FaultInjectingFs::HoldReads() { injector_->HoldReads(true); }
-void FaultInjectingFs::ReleaseReads() { injector_->HoldReads(false); }
-uint64_t FaultInjectingFs::reads_held() const { return injector_->reads_held(); }
+void FaultInjectingFs::HoldReads() { injector_->reads().Hold(true); }
+void FaultInjectingFs::ReleaseReads() { injector_->reads().Hold(false); }
+uint64_t FaultInjectingFs::reads_held() const { return injector_->reads().waited(); }
+void FaultInjectingFs::HoldSyncs() { injector_->syncs().Hold(true); }
+void FaultInjectingFs::ReleaseSyncs() { injector_->syncs().Hold(false); }
+uint64_t FaultInjectingFs::syncs_held() const { return injector_->syncs().waited(); }
 
 Result<UnsyncedWriteJournal::Replayed> FaultInjectingFs::LoseUnsyncedWritesAtRestart(
     const std::string& journal_path) {

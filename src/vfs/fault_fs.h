@@ -95,6 +95,12 @@ class FaultInjectingFs final : public Filesystem {
   void HoldReads();
   void ReleaseReads();
   uint64_t reads_held() const;
+  // Syncs as of a disk that does not finish them: until ReleaseSyncs(), OpenFile::Sync
+  // waits, and covers only the writes made before it began (with a journal, see
+  // LoseUnsyncedWritesAtRestart). Counts the syncs that waited.
+  void HoldSyncs();
+  void ReleaseSyncs();
+  uint64_t syncs_held() const;
 
   // Simulates, for crash tests, the loss a power cut causes: overwrites what the journal
   // at `journal_path` holds as written and never synced (the previous run's; see

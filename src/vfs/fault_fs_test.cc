@@ -4,6 +4,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -398,6 +399,34 @@ TEST_F(UnsyncedJournalTest, ASyncCoversOnlyTheWritesRecordedBeforeItBegan) {
   (*journal)->Wrote(h, 4, 4);            // ...a write lands while it runs...
   (*journal)->Synced(h, before);         // ...and it ends: the second write is not covered
   EXPECT_EQ((*journal)->unsynced_ranges(), 1u);
+}
+
+// A held sync waits, and once released covers only what was written before it began:
+// a write landing while it waits is lost at the next start.
+TEST_F(UnsyncedJournalTest, AHeldSyncDoesNotCoverWritesMadeWhileItWaits) {
+  std::unique_ptr<Filesystem> base = MakeMemoryFs();
+  UnsyncedWriteJournal::Replayed r;
+  NodePtr a;
+  {
+    auto fs = Start(*base, &r);
+    a = *fs->Create(*fs->Root(), "a", 0644, {}, true);
+    auto f = *fs->Open(*a, true);
+    ASSERT_TRUE(f->Write(0, Bytes("AAAA")));
+    fs->HoldSyncs();
+    std::thread syncer([&] { EXPECT_TRUE(f->Sync(true)); });
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (fs->syncs_held() == 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();  // until it waits in the gate
+    }
+    EXPECT_EQ(fs->syncs_held(), 1u) << "the sync did not wait";
+    EXPECT_TRUE(f->Write(4, Bytes("BBBB")));
+    fs->ReleaseSyncs();
+    syncer.join();
+  }
+  auto fs = Start(*base, &r);
+  EXPECT_EQ(r.ranges, 1u);
+  const std::string lost(4, static_cast<char>(UnsyncedWriteJournal::kLostByte));
+  EXPECT_EQ(Read(*base, *a), "AAAA" + lost);
 }
 
 TEST_F(UnsyncedJournalTest, TheJournalStaysSmallWhileWritesAreSynced) {
