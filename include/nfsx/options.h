@@ -41,6 +41,10 @@ struct ClientOptions {
   size_t uncommitted_bytes = size_t{256} << 20;  // written UNSTABLE, kept until COMMIT
   size_t readahead_bytes = size_t{4} << 20;      // largest sequential read-ahead window
   int max_writes_in_flight = 16;                 // per file
+  // Once a file has this many bytes written UNSTABLE, a COMMIT of them goes out in the
+  // background while writing goes on (0: never), so neither the server's disk write-out
+  // nor the client's memory for a resend piles up until close.
+  size_t commit_ahead_bytes = size_t{8} << 20;
 
   // What a call does when the server does not answer, with Linux's meanings.
   // kHard (the default) retransmits until the server answers, logging "server

@@ -32,6 +32,7 @@ WireStats operator+(const WireStats& a, const WireStats& b) {
   s.read_bytes += b.read_bytes;
   s.read_bytes_landed += b.read_bytes_landed;
   s.resent_bytes += b.resent_bytes;
+  s.commits_ahead += b.commits_ahead;
   s.invalidations += b.invalidations;
   return s;
 }
@@ -46,6 +47,7 @@ WireStats operator-(const WireStats& a, const WireStats& b) {
   s.read_bytes -= b.read_bytes;
   s.read_bytes_landed -= b.read_bytes_landed;
   s.resent_bytes -= b.resent_bytes;
+  s.commits_ahead -= b.commits_ahead;
   s.invalidations -= b.invalidations;
   return s;
 }
@@ -60,6 +62,7 @@ Json WireJson(const WireStats& s) {
   out.Set("read_bytes", s.read_bytes);
   out.Set("read_bytes_landed", s.read_bytes_landed);
   out.Set("resent_bytes", s.resent_bytes);
+  out.Set("commits_ahead", s.commits_ahead);
   out.Set("invalidations", s.invalidations);
   return out;
 }

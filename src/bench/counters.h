@@ -13,7 +13,8 @@ WireStats operator+(const WireStats& a, const WireStats& b);
 WireStats operator-(const WireStats& a, const WireStats& b);
 
 // {"calls": {"NULL": 0, "GETATTR": 3, ...all 22...}, "rpc_calls", "retransmits",
-//  "reconnects", "write_bytes", "read_bytes", "resent_bytes", "invalidations"}
+//  "reconnects", "write_bytes", "read_bytes", "resent_bytes", "commits_ahead",
+//  "invalidations"}
 Json WireJson(const WireStats& s);
 // Calls of one procedure by its nfsstat name ("READ"), from WireJson output; 0 if absent.
 uint64_t WireCalls(const Json& wire, const char* proc);

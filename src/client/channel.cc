@@ -78,6 +78,7 @@ WireStats Channel::stats() const {
   s.write_bytes = write_bytes_.load();
   s.read_bytes = read_bytes_.load();
   s.resent_bytes = resent_bytes_.load();
+  s.commits_ahead = commits_ahead_.load();
   s.invalidations = invalidations_.load();
   return s;
 }

@@ -72,6 +72,7 @@ class Channel {
   void AddWriteBytes(uint64_t n) { write_bytes_.fetch_add(n, std::memory_order_relaxed); }
   void AddReadBytes(uint64_t n) { read_bytes_.fetch_add(n, std::memory_order_relaxed); }
   void AddResentBytes(uint64_t n) { resent_bytes_.fetch_add(n, std::memory_order_relaxed); }
+  void AddCommitAhead() { commits_ahead_.fetch_add(1, std::memory_order_relaxed); }
   void AddInvalidation() { invalidations_.fetch_add(1, std::memory_order_relaxed); }
 
   WireStats stats() const;
@@ -142,6 +143,7 @@ class Channel {
   std::atomic<uint32_t> next_{0};
   std::array<std::atomic<uint64_t>, nfs3::kNumProcs> calls_{};
   std::atomic<uint64_t> write_bytes_{0}, read_bytes_{0}, resent_bytes_{0}, invalidations_{0};
+  std::atomic<uint64_t> commits_ahead_{0};
   std::atomic<uint64_t> jukebox_retries_{0};
   DelayedTasks retries_;  // last: stopped (its tasks run) after the connections shut down
 };

@@ -151,6 +151,7 @@ class ClientCore {
   bool WriteDropsSetIds(Inode& ino);
   Result<void> SendDirty(const InodePtr& ino, nfs3::stable_how stable);
   Result<void> CommitAndVerify(const InodePtr& ino);
+  void MaybeCommitAhead(const InodePtr& ino);
   // Sends `data` at `offset` as WRITEs of at most wsize, many in flight, and
   // records each reply's verifier as an UnstableExtent (unless FILE_SYNC came back).
   Result<void> SendExtents(const InodePtr& ino,

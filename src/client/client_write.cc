@@ -140,7 +140,11 @@ Result<void> ClientCore::FlushNow(const InodePtr& ino, bool commit, bool keep_er
     over = ino->unstable_bytes > options_.uncommitted_bytes;
   }
   Result<void> committed;
-  if (commit || over) committed = CommitAndVerify(ino);
+  if (commit || over) {
+    committed = CommitAndVerify(ino);
+  } else if (sent) {
+    MaybeCommitAhead(ino);
+  }
   int err = 0;
   {
     // Under flush_mu still: an fsync of another descriptor cannot slip in between
@@ -397,6 +401,53 @@ Result<void> ClientCore::CommitAndVerify(const InodePtr& ino) {
   return Fail(EIO);  // the server keeps changing its verifier
 }
 
+void ClientCore::MaybeCommitAhead(const InodePtr& ino) {
+  if (options_.commit_ahead_bytes == 0) return;
+  // What the COMMIT covers: extents acknowledged before it is sent. One written later
+  // may reach the server's disk after its fsync began, so it stays kept, even under the
+  // same verifier. The copies hold the extents' buffers, so a block recycled by the pool
+  // cannot make a newer extent look like one of these.
+  std::vector<std::pair<uint64_t, UnstableExtent>> covered;
+  {
+    std::lock_guard lock(ino->wb_mu);
+    if (ino->commit_ahead_in_flight || ino->unstable_bytes < options_.commit_ahead_bytes) return;
+    ino->commit_ahead_in_flight = true;
+    covered.assign(ino->unstable.begin(), ino->unstable.end());
+  }
+  AsLastWriter as(*ino);
+  auto token = BeginCall(ino, Kind::kObserve);  // as CommitAndVerify's
+  channel_->Call<COMMIT3res>(
+      nfsproc3::COMMIT, COMMIT3args{ino->fh(), 0, 0},
+      [this, ino, token, covered = std::move(covered)](Result<COMMIT3res> r) {
+        if (!r) {
+          EndCall(ino, token, std::nullopt, std::nullopt);
+        } else {
+          const wcc_data& wcc = r->status == NFS3_OK ? r->resok.file_wcc : r->resfail.wcc;
+          EndCall(ino, token, std::nullopt, wcc.after);
+        }
+        {
+          std::lock_guard lock(ino->wb_mu);
+          ino->commit_ahead_in_flight = false;
+          // A failure or another verifier is left to the next fsync's COMMIT, which
+          // reports it and resends: nothing is forgotten here but what is on disk.
+          if (r && r->status == NFS3_OK) {
+            for (const auto& [off, e] : covered) {
+              if (e.verf != r->resok.verf) continue;
+              auto it = ino->unstable.find(off);
+              // Replaced or split since (a newer write over part of it): kept whole.
+              if (it == ino->unstable.end() || it->second.data != e.data ||
+                  it->second.begin != e.begin || it->second.len != e.len) {
+                continue;
+              }
+              ino->unstable_bytes -= e.len;
+              ino->unstable.erase(it);
+            }
+          }
+        }
+        channel_->AddCommitAhead();
+      });
+}
+
 Result<size_t> ClientCore::WriteDirect(const InodePtr& ino, uint64_t offset,
                                        std::span<const std::byte> data) {
   bool dirty;
@@ -434,6 +485,8 @@ Result<size_t> ClientCore::WriteDirect(const InodePtr& ino, uint64_t offset,
   if (over) {
     std::lock_guard fl(ino->flush_mu);
     if (auto c = CommitAndVerify(ino); !c) return std::unexpected(c.error());
+  } else {
+    MaybeCommitAhead(ino);
   }
   return data.size();
 }

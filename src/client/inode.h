@@ -119,6 +119,7 @@ class Inode {
   std::set<uint64_t> dirty_pages;               // GUARDED_BY(wb_mu): page indexes
   std::map<uint64_t, UnstableExtent> unstable;  // GUARDED_BY(wb_mu): by offset
   uint64_t unstable_bytes = 0;                  // GUARDED_BY(wb_mu)
+  bool commit_ahead_in_flight = false;          // GUARDED_BY(wb_mu)
   // REQUIRES: wb_mu. Records [offset, offset+e.len), replacing older bytes there.
   void AddUnstable(uint64_t offset, UnstableExtent e);
   // REQUIRES: wb_mu. Forgets unstable bytes in [from, to).

@@ -110,6 +110,10 @@ Result<void> ClientOptions::ApplyQuery(std::string_view query, std::string* erro
     } else if (key == "retrans") {
       if (!ParseNumber(value, &u)) return bad();
       retrans = static_cast<int>(u);
+    } else if (key == "commit_ahead") {
+      size_t n;
+      if (!ParseNumber(value, &n)) return bad();
+      commit_ahead_bytes = n;
     } else if (key == "readahead") {
       if (!ParseNumber(value, &u)) return bad();
       readahead_bytes = u;

@@ -132,10 +132,10 @@ std::string NfsFuse::StatsText() {
   std::string out = fmt::format("nfsx mount of {}\n\n", source_);
   out += FormatNfsstat(s);
   out += fmt::format(
-      "\nClient data:\nwrite_bytes  read_bytes   read_landed  resent_bytes retrans    reconnects\n"
-      "{:<12} {:<12} {:<12} {:<12} {:<10} {}\n",
-      s.write_bytes, s.read_bytes, s.read_bytes_landed, s.resent_bytes, s.retransmits,
-      s.reconnects);
+      "\nClient data:\nwrite_bytes  read_bytes   read_landed  resent_bytes commit_ahead retrans    "
+      "reconnects\n{:<12} {:<12} {:<12} {:<12} {:<12} {:<10} {}\n",
+      s.write_bytes, s.read_bytes, s.read_bytes_landed, s.resent_bytes, s.commits_ahead,
+      s.retransmits, s.reconnects);
   out += fmt::format(
       "\nCache coherence:\nforeign_changes kernel_invalidations inodes_known\n{:<15} {:<20} {}\n",
       s.invalidations, invalidator_.sent(), table_.size());

@@ -119,7 +119,9 @@ WireStats Connections::TotalStats() const {
     for (size_t i = 0; i < std::size(total.nfs_calls); ++i) total.nfs_calls[i] += s.nfs_calls[i];
     total.write_bytes += s.write_bytes;
     total.read_bytes += s.read_bytes;
+    total.read_bytes_landed += s.read_bytes_landed;
     total.resent_bytes += s.resent_bytes;
+    total.commits_ahead += s.commits_ahead;
     total.invalidations += s.invalidations;
   }
   return total;

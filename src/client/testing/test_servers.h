@@ -64,6 +64,10 @@ class NfsxServer : public TestServer {
       if (!local) return std::unexpected(local.error());
       auto fs = std::make_unique<vfs::FaultInjectingFs>(std::move(*local));
       if (time_granularity_ns_) fs->SetTimeGranularity(time_granularity_ns_);
+      if (lose_unsynced_writes_) {
+        auto replayed = fs->LoseUnsyncedWritesAtRestart(state_ + "/unsynced.journal");
+        if (!replayed) return std::unexpected(replayed.error());
+      }
       faults_ = fs.get();
       return std::unique_ptr<vfs::Filesystem>(std::move(fs));
     };
@@ -94,10 +98,14 @@ class NfsxServer : public TestServer {
   vfs::FaultInjectingFs& faults() { return *faults_; }
   // Before Start(): the export's times as a filesystem with this clock tick shows them.
   void set_time_granularity(uint64_t ns) { time_granularity_ns_ = ns; }
+  // Before Start(): every later start loses what the last one wrote and never synced,
+  // as a power cut would (it becomes 0xDB; see FaultInjectingFs).
+  void set_lose_unsynced_writes() { lose_unsynced_writes_ = true; }
 
  private:
   std::string dir_, state_;
   uint64_t time_granularity_ns_ = 0;
+  bool lose_unsynced_writes_ = false;
   vfs::FaultInjectingFs* faults_ = nullptr;
   uint16_t nfs_port_ = 0, mount_port_ = 0;
   std::unique_ptr<server::Server> server_;
