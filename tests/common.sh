@@ -28,8 +28,56 @@ skip() {
 	exit 77
 }
 
+# The descendants of PID, deepest first.
+_descendants() {
+	local child
+	for child in $(pgrep -P "$1" 2>/dev/null || true); do
+		_descendants "$child"
+		echo "$child"
+	done
+}
+
+# What a hung test's processes wait for: each one's state, wait channel and kernel stack,
+# and the threads' stacks of the test's nfsx processes (its server and mount daemons).
+_dump_processes() {
+	local pid
+	ps -eo pid,ppid,stat,wchan:32,etimes,args --sort=pid | grep -Ev " (ps|grep) " || true
+	# The test's own nfsx processes (daemons are not its descendants), not other tests'.
+	for pid in $(_descendants "$1") $(pgrep -f "nfsx (serve|mount) .*$WORK" 2>/dev/null || true); do
+		[[ -d /proc/$pid ]] || continue
+		echo "--- pid $pid: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-200)"
+		echo "wchan $(cat "/proc/$pid/wchan" 2>/dev/null)"
+		cat "/proc/$pid/stack" 2>/dev/null || true
+		if [[ $(cat "/proc/$pid/comm" 2>/dev/null) == nfsx ]] && command -v gdb >/dev/null; then
+			timeout 60 gdb -batch -nx -p "$pid" -ex 'thread apply all bt 30' 2>&1 |
+				grep -E '^(Thread|#)' | cut -c1-220 || true
+		fi
+	done
+}
+
+# NFSX_TEST_TIMEOUT (seconds, set by the test's CMake rule to its ctest TIMEOUT): a minute
+# before ctest would kill the test without a word, the watchdog prints what every process
+# waits for, then kills the test's descendants (a process blocked in a request of a dead
+# mount ends at SIGKILL) and fails the test, so its cleanup still runs and its logs show.
+if [[ -n ${NFSX_TEST_TIMEOUT:-} ]] && ((NFSX_TEST_TIMEOUT > 120)); then
+	(
+		trap 'kill "$sleeper" 2>/dev/null; exit 0' TERM
+		sleep $((NFSX_TEST_TIMEOUT - 60)) &
+		sleeper=$!
+		wait "$sleeper"
+		echo "[$TEST_NAME] WATCHDOG: still running after $((NFSX_TEST_TIMEOUT - 60)) s; what it waits for:" >&2
+		_dump_processes "$$" >&2
+		for pid in $(_descendants "$$"); do
+			[[ $pid == "$BASHPID" ]] || kill -KILL "$pid" 2>/dev/null || true
+		done
+		kill -TERM "$$"
+	) &
+	_WATCHDOG_PID=$!
+fi
+
 _cleanup() {
 	local rc=$? entry kind pid log
+	if [[ -n ${_WATCHDOG_PID:-} ]]; then kill -TERM "$_WATCHDOG_PID" 2>/dev/null || true; fi
 	if declare -F before_cleanup >/dev/null; then before_cleanup || true; fi
 	for entry in "${SERVERS[@]}"; do
 		[[ -n $entry ]] || continue

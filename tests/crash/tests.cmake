@@ -13,7 +13,7 @@ target_link_libraries(crash_writer PRIVATE nfsx::nfsx nfsx_warnings)
 function(nfsx_crash_test name script)
   add_test(NAME ${name} COMMAND bash ${NFSX_CRASH_TEST_DIR}/${script} ${ARGN})
   set_tests_properties(${name} PROPERTIES
-    ENVIRONMENT "NFSX=$<TARGET_FILE:nfsx>;NFSX_CRASH_WRITER=$<TARGET_FILE:crash_writer>"
+    ENVIRONMENT "NFSX=$<TARGET_FILE:nfsx>;NFSX_CRASH_WRITER=$<TARGET_FILE:crash_writer>;NFSX_TEST_TIMEOUT=3600"
     SKIP_RETURN_CODE 77
     TIMEOUT 3600  # make soak: 100 rounds
     LABELS crash)

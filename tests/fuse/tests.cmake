@@ -16,7 +16,7 @@ target_link_libraries(fsx PRIVATE nfsx_warnings)
 function(nfsx_fuse_test name script)
   add_test(NAME ${name} COMMAND bash ${NFSX_FUSE_TEST_DIR}/${script} ${ARGN})
   set_tests_properties(${name} PROPERTIES
-    ENVIRONMENT "NFSX=$<TARGET_FILE:nfsx>;NFSX_FUSE_BIN=$<TARGET_FILE_DIR:fsx>"
+    ENVIRONMENT "NFSX=$<TARGET_FILE:nfsx>;NFSX_FUSE_BIN=$<TARGET_FILE_DIR:fsx>;NFSX_TEST_TIMEOUT=600"
     SKIP_RETURN_CODE 77
     TIMEOUT 600
     LABELS fuse)
