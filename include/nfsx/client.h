@@ -98,7 +98,7 @@ struct WireStats {
   // READ payload read from the socket straight into its final place (no copy).
   uint64_t read_bytes_landed = 0;
   uint64_t resent_bytes = 0;   // WRITE payload sent again after a verifier mismatch
-  uint64_t commits_ahead = 0;  // COMMITs sent in the background (commit_ahead_bytes)
+  uint64_t commits_ahead = 0;  // background COMMITs ended (commit_ahead_bytes)
   uint64_t invalidations = 0;  // data caches dropped because of someone else's change
 };
 

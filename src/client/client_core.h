@@ -151,7 +151,15 @@ class ClientCore {
   bool WriteDropsSetIds(Inode& ino);
   Result<void> SendDirty(const InodePtr& ino, nfs3::stable_how stable);
   Result<void> CommitAndVerify(const InodePtr& ino);
+  // Once commit_ahead_bytes more were written UNSTABLE, a COMMIT in the background.
+  // REQUIRES: flush_mu held (shared or not).
   void MaybeCommitAhead(const InodePtr& ino);
+  // Returns once no background COMMIT of the file is out. Syncs of one file from this
+  // client never run together on the server (a COMMIT, a FILE_SYNC WRITE): fsync(2)
+  // reports a write-back error to one caller per open file, and the other, succeeding,
+  // may answer with the verifier from before the error rotated it.
+  void WaitForCommitAhead(Inode& ino);
+  void WaitForCommitAheadLocked(Inode& ino, std::unique_lock<std::mutex>& wb_lock);
   // Sends `data` at `offset` as WRITEs of at most wsize, many in flight, and
   // records each reply's verifier as an UnstableExtent (unless FILE_SYNC came back).
   Result<void> SendExtents(const InodePtr& ino,

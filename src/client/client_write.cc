@@ -81,6 +81,7 @@ Result<size_t> ClientCore::Write(const InodePtr& ino, uint64_t offset,
   }
   if (mode == WriteMode::kSync || options_.noac) {
     std::lock_guard fl(ino->flush_mu);
+    WaitForCommitAhead(*ino);
     if (auto s = SendDirty(ino, FILE_SYNC); !s) return std::unexpected(s.error());
     if (auto c = CommitAndVerify(ino); !c) return std::unexpected(c.error());
     return data.size();
@@ -352,7 +353,9 @@ Result<void> ClientCore::CommitAndVerify(const InodePtr& ino) {
   AsLastWriter as(*ino);
   for (int round = 0; round < 8; ++round) {
     {
-      std::lock_guard lock(ino->wb_mu);
+      // (No background COMMIT starts meanwhile: both hold flush_mu.)
+      std::unique_lock lock(ino->wb_mu);
+      WaitForCommitAheadLocked(*ino, lock);
       if (ino->unstable.empty()) return {};
     }
     // COMMIT changes nothing a client caches: an observation of the state after it.
@@ -376,6 +379,7 @@ Result<void> ClientCore::CommitAndVerify(const InodePtr& ino) {
     std::vector<Run> again;
     {
       std::lock_guard lock(ino->wb_mu);
+      ino->write_seq.fetch_add(1);  // as in MaybeCommitAhead: no overlay for late READs
       for (auto it = ino->unstable.begin(); it != ino->unstable.end();) {
         const UnstableExtent& e = it->second;
         if (e.verf == r->resok.verf) {
@@ -401,6 +405,15 @@ Result<void> ClientCore::CommitAndVerify(const InodePtr& ino) {
   return Fail(EIO);  // the server keeps changing its verifier
 }
 
+void ClientCore::WaitForCommitAheadLocked(Inode& ino, std::unique_lock<std::mutex>& wb_lock) {
+  ino.wb_cv.wait(wb_lock, [&] { return !ino.commit_ahead_in_flight; });
+}
+
+void ClientCore::WaitForCommitAhead(Inode& ino) {
+  std::unique_lock lock(ino.wb_mu);
+  WaitForCommitAheadLocked(ino, lock);
+}
+
 void ClientCore::MaybeCommitAhead(const InodePtr& ino) {
   if (options_.commit_ahead_bytes == 0) return;
   // What the COMMIT covers: extents acknowledged before it is sent. One written later
@@ -410,8 +423,12 @@ void ClientCore::MaybeCommitAhead(const InodePtr& ino) {
   std::vector<std::pair<uint64_t, UnstableExtent>> covered;
   {
     std::lock_guard lock(ino->wb_mu);
-    if (ino->commit_ahead_in_flight || ino->unstable_bytes < options_.commit_ahead_bytes) return;
+    if (ino->commit_ahead_in_flight ||
+        ino->unstable_added - ino->unstable_added_at_commit_ahead < options_.commit_ahead_bytes) {
+      return;
+    }
     ino->commit_ahead_in_flight = true;
+    ino->unstable_added_at_commit_ahead = ino->unstable_added;
     covered.assign(ino->unstable.begin(), ino->unstable.end());
   }
   AsLastWriter as(*ino);
@@ -428,9 +445,15 @@ void ClientCore::MaybeCommitAhead(const InodePtr& ino) {
         {
           std::lock_guard lock(ino->wb_mu);
           ino->commit_ahead_in_flight = false;
-          // A failure or another verifier is left to the next fsync's COMMIT, which
-          // reports it and resends: nothing is forgotten here but what is on disk.
-          if (r && r->status == NFS3_OK) {
+          if (r && r->status != NFS3_OK) {
+            // The server could not make them stable: the next fsync/close reports it (its
+            // own COMMIT may succeed, a server's fsync telling an error only once). What
+            // is kept is resent when the server changed its verifier, as nfsx does.
+            if (ino->wb_error == 0) ino->wb_error = ErrnoFromNfsStat(r->status);
+          } else if (r) {
+            // A READ answered before an extent's WRITE and processed after it is
+            // forgotten here would find nothing to overlay: it may no longer create pages.
+            ino->write_seq.fetch_add(1);
             for (const auto& [off, e] : covered) {
               if (e.verf != r->resok.verf) continue;
               auto it = ino->unstable.find(off);
@@ -443,7 +466,9 @@ void ClientCore::MaybeCommitAhead(const InodePtr& ino) {
               ino->unstable.erase(it);
             }
           }
+          // A failure to send (a soft timeout, shutdown) leaves it all to the next fsync.
         }
+        ino->wb_cv.notify_all();
         channel_->AddCommitAhead();
       });
 }
@@ -476,6 +501,7 @@ Result<size_t> ClientCore::WriteDirect(const InodePtr& ino, uint64_t offset,
     }
     ino->pages.DropRange(offset, offset + data.size());
     ino->NoteWriteEnd(offset + data.size());
+    MaybeCommitAhead(ino);  // under flush_mu: never beside CommitAndVerify's COMMIT
   }
   bool over;
   {
@@ -485,8 +511,6 @@ Result<size_t> ClientCore::WriteDirect(const InodePtr& ino, uint64_t offset,
   if (over) {
     std::lock_guard fl(ino->flush_mu);
     if (auto c = CommitAndVerify(ino); !c) return std::unexpected(c.error());
-  } else {
-    MaybeCommitAhead(ino);
   }
   return data.size();
 }
@@ -503,6 +527,7 @@ Result<uint64_t> ClientCore::Append(const InodePtr& ino, std::span<const std::by
   }
   uint64_t offset = ino->Size();
   std::lock_guard fl(ino->flush_mu);
+  WaitForCommitAhead(*ino);
   ino->write_seq.fetch_add(1);
   auto buf = std::make_shared<PooledBytes>(data);
   if (auto s = SendExtents(ino, {{offset, buf}}, FILE_SYNC, false); !s) {

@@ -106,6 +106,7 @@ std::optional<std::vector<std::byte>> Inode::WithUnstable(uint64_t offset,
 void Inode::AddUnstable(uint64_t offset, UnstableExtent e) {
   TrimUnstable(offset, offset + e.len);
   unstable_bytes += e.len;
+  unstable_added += e.len;
   unstable.emplace(offset, std::move(e));
 }
 

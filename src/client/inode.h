@@ -119,7 +119,14 @@ class Inode {
   std::set<uint64_t> dirty_pages;               // GUARDED_BY(wb_mu): page indexes
   std::map<uint64_t, UnstableExtent> unstable;  // GUARDED_BY(wb_mu): by offset
   uint64_t unstable_bytes = 0;                  // GUARDED_BY(wb_mu)
-  bool commit_ahead_in_flight = false;          // GUARDED_BY(wb_mu)
+  // A background COMMIT is out (ClientCore::MaybeCommitAhead); wb_cv tells when it
+  // ends. GUARDED_BY(wb_mu).
+  bool commit_ahead_in_flight = false;
+  // Bytes ever recorded unstable, and that count when the last background COMMIT was
+  // sent: the next goes out commit_ahead_bytes later, not at every write while extents
+  // a COMMIT could not forget (another verifier) are kept. GUARDED_BY(wb_mu).
+  uint64_t unstable_added = 0;
+  uint64_t unstable_added_at_commit_ahead = 0;
   // REQUIRES: wb_mu. Records [offset, offset+e.len), replacing older bytes there.
   void AddUnstable(uint64_t offset, UnstableExtent e);
   // REQUIRES: wb_mu. Forgets unstable bytes in [from, to).
@@ -134,9 +141,9 @@ class Inode {
   // The identity of the last buffered write made under an ActingAs guard: write-back
   // of the file's dirty pages carries it. GUARDED_BY(wb_mu).
   std::optional<rpc::Credential> writer;
-  int writes_in_flight = 0;  // GUARDED_BY(wb_mu)
-  int wb_error = 0;          // GUARDED_BY(wb_mu): reported by the next fsync/close
-  std::condition_variable wb_cv;
+  int writes_in_flight = 0;       // GUARDED_BY(wb_mu)
+  int wb_error = 0;               // GUARDED_BY(wb_mu): reported by the next fsync/close
+  std::condition_variable wb_cv;  // with wb_mu: commit_ahead_in_flight cleared
   // One flusher at a time: sends are ordered, so a resend never overtakes newer data.
   // O_DIRECT writes hold it shared: they run in parallel with each other, but never
   // while a COMMIT's verifier check (which forgets the extents it covered and resends
