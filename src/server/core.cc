@@ -193,7 +193,12 @@ Result<void> Core::SyncMetadata(const FileStatePtr& file) {
     case vfs::FileType::kRegular: {
       auto open = open_files_.Get(file, false);
       if (!open) return std::unexpected(open.error());
-      return (*open)->Sync(false);
+      // The descriptor is the one WRITE and COMMIT use, and fsync(2) tells a write-back
+      // error once: told here, the next COMMIT would succeed over the lost data unless
+      // the verifier changes, as it does for a failed COMMIT.
+      auto synced = (*open)->Sync(false);
+      if (!synced) verifiers_.Rotate(file->key());
+      return synced;
     }
     default:
       return {};  // symlinks and devices: their directory's sync covers them

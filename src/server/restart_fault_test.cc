@@ -51,6 +51,23 @@ TEST_P(FaultTest, FailedCommitIsAnErrorAndRotatesOnlyThatFilesVerifier) {
   EXPECT_EQ(cb.resok.verf, again.resok.verf);
 }
 
+// A SETATTR on a `sync` export (the default) syncs the file through the descriptor WRITE
+// and COMMIT use; fsync(2) tells a write-back error once, so the COMMIT after it would
+// succeed over lost data. Before, the SETATTR failed and the verifier stayed.
+TEST_P(FaultTest, FailedSyncOfASetattrRotatesTheVerifier) {
+  nfs_fh3 fh = MustCreate("setattr-sync");
+  auto w = WriteTo(fh, 0, "unstable data");
+  ASSERT_EQ(w.status, NFS3_OK);
+  harness_->faults().FailOnFile(FaultOp::kSync, AttrOf(fh).fileid, EIO, 1);
+  SETATTR3args sa;
+  sa.object = fh;
+  sa.new_attributes.mode = 0600;
+  EXPECT_EQ(Call<SETATTR3res>(nfsproc3::SETATTR, sa).status, NFS3ERR_IO);
+  auto c = Call<COMMIT3res>(nfsproc3::COMMIT, COMMIT3args{fh, 0, 0});
+  ASSERT_EQ(c.status, NFS3_OK);
+  EXPECT_NE(c.resok.verf, w.resok.verf) << "the COMMIT claims data the failed sync lost";
+}
+
 TEST_P(FaultTest, FailedStableWriteIsAnErrorNotADowngrade) {
   nfs_fh3 fh = MustCreate("stable");
   harness_->faults().FailOnFile(FaultOp::kSync, AttrOf(fh).fileid, EIO, 1);
