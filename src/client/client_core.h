@@ -125,6 +125,9 @@ class ClientCore {
   ConsistencyTracker::Token BeginCall(const InodePtr& ino, ConsistencyTracker::Kind kind);
   void EndCall(const InodePtr& ino, const ConsistencyTracker::Token& token,
                const nfs3::pre_op_attr& pre, const nfs3::post_op_attr& post);
+  // EndCall for a COMMIT: the attributes its reply carries, whatever its status.
+  void EndCommitCall(const InodePtr& ino, const ConsistencyTracker::Token& token,
+                     const Result<nfs3::COMMIT3res>& r);
   void EndDirCall(const InodePtr& dir, const ConsistencyTracker::Token& token,
                   const nfs3::wcc_data& wcc);
   // After EndCall marked the data stale (Inode::MarkDataStale): counts it and tells

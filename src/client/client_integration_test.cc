@@ -37,6 +37,17 @@ std::string DiskFile(const TestServer& s, const std::string& name) {
   return ss.str();
 }
 
+// Whether `done` holds within `limit`, looked at every millisecond: for a state another
+// thread or the server reaches, with a bound instead of a hang.
+bool WaitUntil(const std::function<bool()>& done,
+               std::chrono::milliseconds limit = std::chrono::seconds(60)) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return done();
+}
+
 TEST_P(ClientTest, NamespaceOperations) {
   ASSERT_TRUE(client_->Mkdir("d", 0755));
   EXPECT_EQ(client_->Mkdir("d").error().code, EEXIST);
@@ -700,18 +711,11 @@ TEST_F(ClientFaultTest, ACommitAheadForgetsOnlyWhatWasAcknowledgedBeforeIt) {
   std::string data = Pattern(1 << 20, 12);
   server_.faults().HoldSyncs();
   ASSERT_TRUE((*f)->Pwrite(Bytes(data.substr(0, kFirst)), 0));  // the COMMIT goes out
-  auto waited = [&](auto done) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (!done() && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    return done();
-  };
-  EXPECT_TRUE(waited([&] { return server_.faults().syncs_held() == 1; }))
+  EXPECT_TRUE(WaitUntil([&] { return server_.faults().syncs_held() == 1; }))
       << "no COMMIT reached the server in the background";
   ASSERT_TRUE((*f)->Pwrite(Bytes(data.substr(kFirst)), kFirst));
   server_.faults().ReleaseSyncs();
-  ASSERT_TRUE(waited([&] { return c->stats().commits_ahead == 1; }));
+  ASSERT_TRUE(WaitUntil([&] { return c->stats().commits_ahead == 1; }));
   // The power cut: the server goes down without the fsync a clean stop does of every file
   // it has open, so the later 768 KiB were never synced.
   server_.faults().FailNext(vfs::FaultOp::kSync, EIO, vfs::FaultInjectingFs::kEveryCall);
@@ -742,10 +746,7 @@ TEST_F(ClientFaultTest, AFailedBackgroundCommitIsReportedByTheNextFsync) {
   std::string data = Pattern(kFirst + (64 << 10), 13);
   server_.faults().FailNext(vfs::FaultOp::kSync, EIO);
   ASSERT_TRUE((*f)->Pwrite(Bytes(data.substr(0, kFirst)), 0));  // its COMMIT fails
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (c->stats().commits_ahead == 0 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  WaitUntil([&] { return c->stats().commits_ahead != 0; });
   ASSERT_EQ(c->stats().commits_ahead, 1u);
   for (size_t off = kFirst; off < data.size(); off += 4096) {
     ASSERT_TRUE((*f)->Pwrite(Bytes(data.substr(off, 4096)), off));
@@ -799,18 +800,13 @@ TEST_F(ClientFaultTest, SyncsOfAFileWaitForItsBackgroundCommit) {
     uint64_t held_before = server_.faults().syncs_held();
     server_.faults().HoldSyncs();
     ASSERT_TRUE((*f)->Pwrite(Bytes(data.substr(0, kFirst)), 0));
-    auto waited_for = [&](uint64_t n, std::chrono::milliseconds limit) {
-      auto deadline = std::chrono::steady_clock::now() + limit;
-      while (server_.faults().syncs_held() - held_before < n &&
-             std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      }
-      return server_.faults().syncs_held() - held_before >= n;
+    auto held = [&](uint64_t n) {
+      return [&, n] { return server_.faults().syncs_held() - held_before >= n; };
     };
-    EXPECT_TRUE(waited_for(1, std::chrono::seconds(60)));
+    EXPECT_TRUE(WaitUntil(held(1)));
     ASSERT_TRUE((*f)->Pwrite(Bytes(data.substr(kFirst)), kFirst));
     std::thread syncer([&] { EXPECT_TRUE(second.sync(**g)); });
-    EXPECT_FALSE(waited_for(2, std::chrono::seconds(1)))
+    EXPECT_FALSE(WaitUntil(held(2), std::chrono::seconds(1)))
         << "the second sync went out beside the background COMMIT";
     server_.faults().ReleaseSyncs();
     syncer.join();

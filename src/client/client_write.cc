@@ -349,6 +349,16 @@ Result<void> ClientCore::SendExtents(const InodePtr& ino, std::vector<Run> runs,
   return {};
 }
 
+void ClientCore::EndCommitCall(const InodePtr& ino, const ConsistencyTracker::Token& token,
+                               const Result<COMMIT3res>& r) {
+  if (!r) {
+    EndCall(ino, token, std::nullopt, std::nullopt);
+    return;
+  }
+  const wcc_data& wcc = r->status == NFS3_OK ? r->resok.file_wcc : r->resfail.wcc;
+  EndCall(ino, token, std::nullopt, wcc.after);
+}
+
 Result<void> ClientCore::CommitAndVerify(const InodePtr& ino) {
   AsLastWriter as(*ino);
   for (int round = 0; round < 8; ++round) {
@@ -363,12 +373,8 @@ Result<void> ClientCore::CommitAndVerify(const InodePtr& ino) {
     // whatever state it shows ours, another client's write included.)
     auto token = BeginCall(ino, Kind::kObserve);
     auto r = channel_->CallSync<COMMIT3res>(nfsproc3::COMMIT, COMMIT3args{ino->fh(), 0, 0});
-    if (!r) {
-      EndCall(ino, token, std::nullopt, std::nullopt);
-      return std::unexpected(r.error());
-    }
-    const wcc_data& wcc = r->status == NFS3_OK ? r->resok.file_wcc : r->resfail.wcc;
-    EndCall(ino, token, std::nullopt, wcc.after);
+    EndCommitCall(ino, token, r);
+    if (!r) return std::unexpected(r.error());
     if (r->status != NFS3_OK) return Fail(ErrnoFromNfsStat(r->status));
     // Everything written under the COMMIT's verifier is on disk. The rest was
     // acknowledged by a server instance that is gone (or saw a write-back
@@ -436,12 +442,7 @@ void ClientCore::MaybeCommitAhead(const InodePtr& ino) {
   channel_->Call<COMMIT3res>(
       nfsproc3::COMMIT, COMMIT3args{ino->fh(), 0, 0},
       [this, ino, token, covered = std::move(covered)](Result<COMMIT3res> r) {
-        if (!r) {
-          EndCall(ino, token, std::nullopt, std::nullopt);
-        } else {
-          const wcc_data& wcc = r->status == NFS3_OK ? r->resok.file_wcc : r->resfail.wcc;
-          EndCall(ino, token, std::nullopt, wcc.after);
-        }
+        EndCommitCall(ino, token, r);
         {
           std::lock_guard lock(ino->wb_mu);
           ino->commit_ahead_in_flight = false;

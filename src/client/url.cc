@@ -111,9 +111,7 @@ Result<void> ClientOptions::ApplyQuery(std::string_view query, std::string* erro
       if (!ParseNumber(value, &u)) return bad();
       retrans = static_cast<int>(u);
     } else if (key == "commit_ahead") {
-      size_t n;
-      if (!ParseNumber(value, &n)) return bad();
-      commit_ahead_bytes = n;
+      if (!ParseNumber(value, &commit_ahead_bytes)) return bad();
     } else if (key == "readahead") {
       if (!ParseNumber(value, &u)) return bad();
       readahead_bytes = u;
