@@ -186,6 +186,15 @@ void Core::ForgetIfGone(const FileStatePtr& file) {
   files_.Erase(file->key());
 }
 
+Result<nfs3::writeverf3> Core::SyncData(FileState& file, vfs::OpenFile& open, bool data_only) {
+  std::lock_guard lock(file.sync_mutex());
+  if (auto synced = open.Sync(data_only); !synced) {
+    verifiers_.Rotate(file.key());
+    return std::unexpected(synced.error());
+  }
+  return verifiers_.Verifier(file.key());
+}
+
 Result<void> Core::SyncMetadata(const FileStatePtr& file) {
   switch (file->node().type()) {
     case vfs::FileType::kDirectory:
@@ -196,9 +205,9 @@ Result<void> Core::SyncMetadata(const FileStatePtr& file) {
       // The descriptor is the one WRITE and COMMIT use, and fsync(2) tells a write-back
       // error once: told here, the next COMMIT would succeed over the lost data unless
       // the verifier changes, as it does for a failed COMMIT.
-      auto synced = (*open)->Sync(false);
-      if (!synced) verifiers_.Rotate(file->key());
-      return synced;
+      auto synced = SyncData(*file, **open, false);
+      if (!synced) return std::unexpected(synced.error());
+      return {};
     }
     default:
       return {};  // symlinks and devices: their directory's sync covers them

@@ -97,6 +97,11 @@ class Core {
   // caller holds its directory.
   void ForgetIfGone(const FileStatePtr& file);
 
+  // Syncs `open`, a descriptor of `file`, and returns the verifier that the sync's success
+  // vouches for: every write made before it under an older verifier may have been lost
+  // by a sync that failed meanwhile. A failed sync rotates the file's verifier.
+  Result<nfs3::writeverf3> SyncData(FileState& file, vfs::OpenFile& open, bool data_only);
+
   // Makes a completed metadata change durable (the `sync` export option, as
   // knfsd's commit_metadata): fsync of a directory or of a regular file.
   Result<void> SyncMetadata(const FileStatePtr& file);

@@ -5,6 +5,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <future>
+#include <thread>
+
 #include "server/testing/server_fixture.h"
 
 namespace nfsx::server::testing {
@@ -85,6 +89,108 @@ TEST_P(FaultTest, ErrorWhenAnEvictedDescriptorIsClosedRotatesTheVerifier) {
   auto c = Call<COMMIT3res>(nfsproc3::COMMIT, COMMIT3args{fh, 0, 0});
   ASSERT_EQ(c.status, NFS3_OK);
   EXPECT_NE(c.resok.verf, w.resok.verf);
+}
+
+// Polls `done` for up to a minute (a loaded machine is slow, never this slow).
+template <class Pred>
+bool WaitUntil(Pred done) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// How long a call that must wait for a held one is given to overtake it instead. Without
+// the ordering under test it overtakes in milliseconds; with it, this is time spent once.
+constexpr auto kChanceToOvertake = std::chrono::seconds(2);
+
+// Two COMMITs of one file race, and the disk fails the first one's sync slowly. fsync(2)
+// tells a write-back error to one of the syncs racing it, so the second one's sync
+// succeeds over data the failure lost: its reply must not vouch for what was written
+// under the old verifier, as it did while it could read the verifier before the
+// failure rotated it.
+TEST_P(FaultTest, ACommitBesideAFailingOneDoesNotVouchForWhatTheFailureLost) {
+  nfs_fh3 fh = MustCreate("racing-commits");
+  auto w = WriteTo(fh, 0, "unstable data");
+  ASSERT_EQ(w.status, NFS3_OK);
+  auto& faults = harness_->faults();
+  faults.FailOnFile(FaultOp::kSync, AttrOf(fh).fileid, EIO, 1);
+  faults.HoldSyncs(1);
+  auto failing_conn = harness_->Connect(harness_->server().nfs_port());
+  auto other_conn = harness_->Connect(harness_->server().nfs_port());
+  auto failing = std::async(std::launch::async, [&] {
+    return CallOn<COMMIT3res>(*failing_conn, nfsproc3::COMMIT, COMMIT3args{fh, 0, 0});
+  });
+  ASSERT_TRUE(WaitUntil([&] { return faults.syncs_held() == 1; }));
+  auto other = std::async(std::launch::async, [&] {
+    return CallOn<COMMIT3res>(*other_conn, nfsproc3::COMMIT, COMMIT3args{fh, 0, 0});
+  });
+  other.wait_for(kChanceToOvertake);
+  faults.ReleaseSyncs();
+  EXPECT_EQ(failing.get().status, NFS3ERR_IO);
+  auto c = other.get();
+  ASSERT_EQ(c.status, NFS3_OK);
+  EXPECT_NE(c.resok.verf, w.resok.verf) << "the COMMIT vouched for data the failed sync lost";
+}
+
+// A FILE_SYNC WRITE whose own sync succeeds, beside a sync of the file that fails after
+// its data landed, may have lost that data to the failure: it is not acknowledged as
+// stable (RFC 1813 allows no downgrade to UNSTABLE, so it is an error).
+TEST_P(FaultTest, AStableWriteBesideAFailingSyncIsAnError) {
+  nfs_fh3 fh = MustCreate("stable-beside-failure");
+  auto& faults = harness_->faults();
+  faults.FailOnFile(FaultOp::kSync, AttrOf(fh).fileid, EIO, 1);
+  faults.HoldSyncs(1);
+  auto failing_conn = harness_->Connect(harness_->server().nfs_port());
+  auto writer_conn = harness_->Connect(harness_->server().nfs_port());
+  auto failing = std::async(std::launch::async, [&] {
+    return CallOn<COMMIT3res>(*failing_conn, nfsproc3::COMMIT, COMMIT3args{fh, 0, 0});
+  });
+  ASSERT_TRUE(WaitUntil([&] { return faults.syncs_held() == 1; }));
+  auto stable = std::async(std::launch::async, [&] {
+    return WriteOn(*writer_conn, fh, 0, "must be on disk", FILE_SYNC);
+  });
+  stable.wait_for(kChanceToOvertake);
+  faults.ReleaseSyncs();
+  EXPECT_EQ(failing.get().status, NFS3ERR_IO);
+  auto s = stable.get();
+  EXPECT_EQ(s.status, NFS3ERR_IO) << "acknowledged as stable: "
+                                  << static_cast<int>(s.resok.committed);
+  auto again = WriteTo(fh, 0, "must be on disk", FILE_SYNC);
+  EXPECT_EQ(again.status, NFS3_OK) << "a stable write after the failure is as any other";
+  EXPECT_EQ(again.resok.committed, FILE_SYNC);
+}
+
+// An UNSTABLE WRITE's data has landed when a sync of the file fails (and may have lost
+// it); the WRITE's reply comes later. Its verifier must be the one from before the data
+// landed, or the next COMMIT's matches it and the client forgets data it must resend.
+TEST_P(FaultTest, AnUnstableWriteCarriesTheVerifierFromBeforeItsDataLanded) {
+  nfs_fh3 fh = MustCreate("verifier-order");
+  const uint64_t fileid = AttrOf(fh).fileid;
+  auto& faults = harness_->faults();
+  auto& verifiers = harness_->server().core().verifiers();
+  const uint64_t rotations = verifiers.rotations();
+  faults.HoldWrites(1);
+  auto writer_conn = harness_->Connect(harness_->server().nfs_port());
+  auto commit_conn = harness_->Connect(harness_->server().nfs_port());
+  auto write = std::async(std::launch::async,
+                          [&] { return WriteOn(*writer_conn, fh, 0, "may be lost", UNSTABLE); });
+  ASSERT_TRUE(WaitUntil([&] { return faults.writes_held() == 1; }));
+  faults.FailOnFile(FaultOp::kSync, fileid, EIO, 1);
+  // The COMMIT syncs (and fails, and rotates) at once; its reply waits for the WRITE.
+  auto failing = std::async(std::launch::async, [&] {
+    return CallOn<COMMIT3res>(*commit_conn, nfsproc3::COMMIT, COMMIT3args{fh, 0, 0});
+  });
+  ASSERT_TRUE(WaitUntil([&] { return verifiers.rotations() > rotations; }));
+  faults.ReleaseWrites();
+  auto w = write.get();
+  ASSERT_EQ(w.status, NFS3_OK);
+  EXPECT_EQ(failing.get().status, NFS3ERR_IO);
+  auto c = Call<COMMIT3res>(nfsproc3::COMMIT, COMMIT3args{fh, 0, 0});
+  ASSERT_EQ(c.status, NFS3_OK);
+  EXPECT_NE(c.resok.verf, w.resok.verf) << "the COMMIT vouched for data the failed sync lost";
 }
 
 TEST_P(FaultTest, BackendErrorsBecomeProtocolErrors) {

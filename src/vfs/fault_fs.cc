@@ -85,26 +85,35 @@ class FaultInjectingFs::Injector {
     return attr;
   }
 
-  // A disk that does not answer one kind of call: while held, callers wait in Pass().
+  // A disk that does not answer one kind of call: while held, the next `arrivals` callers
+  // wait in Pass() (kEveryCall: all of them) until released; later ones go through.
   class Gate {
    public:
-    void Hold(bool hold) {
+    void Hold(uint64_t arrivals) {
+      std::lock_guard lock(mu_);
+      to_hold_ = arrivals;
+    }
+    void Release() {
       {
         std::lock_guard lock(mu_);
-        holding_ = hold;
+        to_hold_ = 0;
+        ++releases_;
       }
-      if (!hold) released_.notify_all();
+      released_.notify_all();
     }
+    // Whether the next caller would wait.
     bool holding() const {
       std::lock_guard lock(mu_);
-      return holding_;
+      return to_hold_ > 0;
     }
-    // Returns once the gate is open.
+    // Returns once the gate is open to this caller.
     void Pass() {
       std::unique_lock lock(mu_);
-      if (!holding_) return;
+      if (to_hold_ == 0) return;
+      if (to_hold_ != FaultInjectingFs::kEveryCall) --to_hold_;
       ++waited_;
-      released_.wait(lock, [&] { return !holding_; });
+      const uint64_t releases = releases_;
+      released_.wait(lock, [&] { return releases_ != releases; });
     }
     uint64_t waited() const {
       std::lock_guard lock(mu_);
@@ -114,11 +123,13 @@ class FaultInjectingFs::Injector {
    private:
     mutable std::mutex mu_;
     std::condition_variable released_;
-    bool holding_ = false;  // guarded by mu_
-    uint64_t waited_ = 0;   // guarded by mu_
+    uint64_t to_hold_ = 0;   // guarded by mu_
+    uint64_t releases_ = 0;  // guarded by mu_
+    uint64_t waited_ = 0;    // guarded by mu_
   };
   Gate& reads() { return reads_; }
   Gate& syncs() { return syncs_; }
+  Gate& writes() { return writes_; }
 
   uint64_t calls(FaultOp op) const { return calls_[Index(op)].load(std::memory_order_relaxed); }
   uint64_t injected() const { return injected_.load(std::memory_order_relaxed); }
@@ -158,7 +169,7 @@ class FaultInjectingFs::Injector {
   std::atomic<size_t> write_limit_{0};
   std::atomic<size_t> read_limit_{0};
   std::shared_ptr<UnsyncedWriteJournal> journal_;  // set before the first Open
-  Gate reads_, syncs_;
+  Gate reads_, syncs_, writes_;
 };
 
 namespace {
@@ -188,11 +199,16 @@ class FaultOpenFile final : public OpenFile {
     }
     // Recorded before it happens: a kill in between loses a range nobody was told of.
     if (UnsyncedWriteJournal* j = injector_->journal()) j->Wrote(handle_, offset, data.size());
-    return base_->Write(offset, data);
+    Result<size_t> written = base_->Write(offset, data);
+    injector_->writes().Pass();  // landed, and the disk is slow to say so
+    return written;
   }
 
   Result<void> Sync(bool data_only) override {
-    if (auto error = Check(FaultOp::kSync)) return Fail(*error);
+    if (auto error = Check(FaultOp::kSync)) {
+      injector_->syncs().Pass();  // a failing disk can be slow too
+      return Fail(*error);
+    }
     UnsyncedWriteJournal* j = injector_->journal();
     // Only writes recorded before the sync began are covered by it.
     const uint64_t before = j ? j->Next() : 0;
@@ -248,10 +264,11 @@ FaultInjectingFs::FaultInjectingFs(std::unique_ptr<Filesystem> base)
 FaultInjectingFs::FaultInjectingFs(Filesystem& base)
     : base_(&base), injector_(std::make_shared<Injector>()) {}
 
-// A read or sync still held would wait for ever (open files outlive the filesystem object).
+// A call still held would wait for ever (open files outlive the filesystem object).
 FaultInjectingFs::~FaultInjectingFs() {
-  injector_->reads().Hold(false);
-  injector_->syncs().Hold(false);
+  injector_->reads().Release();
+  injector_->syncs().Release();
+  injector_->writes().Release();
 }
 
 void FaultInjectingFs::FailNext(FaultOp op, int error, uint64_t count) {
@@ -269,12 +286,15 @@ void FaultInjectingFs::SetTimeGranularity(uint64_t ns) { injector_->SetTimeGranu
 void FaultInjectingFs::LimitWrites(size_t bytes) { injector_->LimitWrites(bytes); }
 void FaultInjectingFs::LimitReads(size_t bytes) { injector_->LimitReads(bytes); }
 
-void FaultInjectingFs::HoldReads() { injector_->reads().Hold(true); }
-void FaultInjectingFs::ReleaseReads() { injector_->reads().Hold(false); }
+void FaultInjectingFs::HoldReads() { injector_->reads().Hold(kEveryCall); }
+void FaultInjectingFs::ReleaseReads() { injector_->reads().Release(); }
 uint64_t FaultInjectingFs::reads_held() const { return injector_->reads().waited(); }
-void FaultInjectingFs::HoldSyncs() { injector_->syncs().Hold(true); }
-void FaultInjectingFs::ReleaseSyncs() { injector_->syncs().Hold(false); }
+void FaultInjectingFs::HoldSyncs(uint64_t count) { injector_->syncs().Hold(count); }
+void FaultInjectingFs::ReleaseSyncs() { injector_->syncs().Release(); }
 uint64_t FaultInjectingFs::syncs_held() const { return injector_->syncs().waited(); }
+void FaultInjectingFs::HoldWrites(uint64_t count) { injector_->writes().Hold(count); }
+void FaultInjectingFs::ReleaseWrites() { injector_->writes().Release(); }
+uint64_t FaultInjectingFs::writes_held() const { return injector_->writes().waited(); }
 
 Result<UnsyncedWriteJournal::Replayed> FaultInjectingFs::LoseUnsyncedWritesAtRestart(
     const std::string& journal_path) {

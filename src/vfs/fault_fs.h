@@ -95,12 +95,18 @@ class FaultInjectingFs final : public Filesystem {
   void HoldReads();
   void ReleaseReads();
   uint64_t reads_held() const;
-  // Syncs as of a disk that does not finish them: until ReleaseSyncs(), OpenFile::Sync
-  // waits, and covers only the writes made before it began (with a journal, see
-  // LoseUnsyncedWritesAtRestart). Counts the syncs that waited.
-  void HoldSyncs();
+  // Syncs as of a disk that does not finish them: until ReleaseSyncs(), the next `count`
+  // calls of OpenFile::Sync wait (later ones do not), failing ones included (FailNext
+  // decides first), and each covers only the writes made before it began (with a journal,
+  // see LoseUnsyncedWritesAtRestart). Counts the syncs that waited.
+  void HoldSyncs(uint64_t count = kEveryCall);
   void ReleaseSyncs();
   uint64_t syncs_held() const;
+  // Writes as of a disk slow to answer: the next `count` calls of OpenFile::Write write
+  // their data (a read sees it), then wait until ReleaseWrites(). Counts the writes held.
+  void HoldWrites(uint64_t count = kEveryCall);
+  void ReleaseWrites();
+  uint64_t writes_held() const;
 
   // Simulates, for crash tests, the loss a power cut causes: overwrites what the journal
   // at `journal_path` holds as written and never synced (the previous run's; see

@@ -429,6 +429,37 @@ TEST_F(UnsyncedJournalTest, AHeldSyncDoesNotCoverWritesMadeWhileItWaits) {
   EXPECT_EQ(Read(*base, *a), "AAAA" + lost);
 }
 
+// HoldSyncs(1) holds the first sync to come, a failing one too, and lets later ones by;
+// a write held by HoldWrites has landed before it waits.
+TEST_F(FaultFsTest, CountedHoldsKeepOnlyTheFirstCallers) {
+  FaultInjectingFs fs(MakeMemoryFs());
+  NodePtr a = *fs.Create(*fs.Root(), "a", 0644, {}, true);
+  auto f = *fs.Open(*a, true);
+  auto until = [](auto done) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!done() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    return done();
+  };
+  fs.FailNext(FaultOp::kSync, EIO);
+  fs.HoldSyncs(1);
+  std::thread failing([&] { EXPECT_FALSE(f->Sync(true)); });
+  ASSERT_TRUE(until([&] { return fs.syncs_held() == 1; }));
+  EXPECT_TRUE(f->Sync(true)) << "the second sync was held too";
+  fs.ReleaseSyncs();
+  failing.join();
+  EXPECT_EQ(fs.syncs_held(), 1u);
+
+  fs.HoldWrites(1);
+  std::thread writer([&] { EXPECT_TRUE(f->Write(0, Bytes("held"))); });
+  ASSERT_TRUE(until([&] { return fs.writes_held() == 1; }));
+  std::string seen(4, '\0');
+  ASSERT_TRUE(f->Read(0, std::as_writable_bytes(std::span(seen))));
+  EXPECT_EQ(seen, "held") << "a held write has not landed";
+  EXPECT_TRUE(f->Write(4, Bytes("next"))) << "the second write was held too";
+  fs.ReleaseWrites();
+  writer.join();
+}
+
 TEST_F(UnsyncedJournalTest, TheJournalStaysSmallWhileWritesAreSynced) {
   std::unique_ptr<Filesystem> base = MakeMemoryFs();
   UnsyncedWriteJournal::Replayed r;

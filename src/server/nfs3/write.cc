@@ -13,6 +13,9 @@ WRITE3res Write(Core& core, const WRITE3args& args, const Ctx& ctx) {
   }
   const FileStatePtr& file = r->file;
   std::shared_ptr<vfs::OpenFile> to_sync;  // set for DATA_SYNC and FILE_SYNC
+  // Taken before the data lands: a sync that fails after that point may lose it, and
+  // the rotation it causes must reach the client as a different verifier at COMMIT.
+  nfs3::writeverf3 verf;
   {
     FileState::Modification change(*file);
     auto pre = core.AttrLocked(*file);
@@ -30,6 +33,7 @@ WRITE3res Write(Core& core, const WRITE3args& args, const Ctx& ctx) {
     if (!PermitsData(r->caller.who, *pre, kWrite)) return fail(NFS3ERR_ACCES);
     auto open = core.open_files().Get(file, true);
     if (!open) return fail(StatusOf(open.error()));
+    verf = core.verifiers().Verifier(file->key());
     auto n = (*open)->Write(args.offset, args.data.bytes);
     if (!n) return fail(StatusOf(n.error()));
     if (auto mode = ModeAfterDataChange(r->caller.who, *pre)) {
@@ -46,21 +50,22 @@ WRITE3res Write(Core& core, const WRITE3args& args, const Ctx& ctx) {
   }
   // The sync changes nothing clients see, so it runs after the modification:
   // observations of the file need not wait for the disk.
-  // Never claim a stability that was not reached: if the sync fails, the reply
-  // is an error and the verifier rotates, so clients resend what they wrote.
+  // Never claim a stability that was not reached: if the sync fails, or another sync of
+  // the file failed after the data landed (fsync(2) tells the error to one of them), the
+  // reply is an error and the verifier has rotated, so clients resend what they wrote.
   res.resok.committed = UNSTABLE;
+  res.resok.verf = verf;
   if (to_sync) {
-    bool data_only = args.stable == DATA_SYNC;
-    if (auto synced = to_sync->Sync(data_only); !synced) {
-      core.verifiers().Rotate(file->key());
-      log::Warn("WRITE: sync failed: {}", std::strerror(synced.error().code));
-      res.status = StatusOf(synced.error());
+    auto synced = core.SyncData(*file, *to_sync, args.stable == DATA_SYNC);
+    if (!synced || *synced != verf) {
+      res.status = synced ? NFS3ERR_IO : StatusOf(synced.error());
+      log::Warn("WRITE: {}", synced ? "a sync of the file failed while the data went to disk"
+                                    : std::strerror(synced.error().code));
       res.resfail.wcc = res.resok.file_wcc;
       return res;
     }
     res.resok.committed = args.stable;
   }
-  res.resok.verf = core.verifiers().Verifier(file->key());
   return res;
 }
 
@@ -72,23 +77,18 @@ COMMIT3res Commit(Core& core, const COMMIT3args& args, const Ctx& ctx) {
     return res;
   }
   const FileStatePtr& file = r->file;
-  auto attr = core.Attr(*file);
-  if (!attr) {
-    res.status = StatusOf(attr.error());
-    return res;
-  }
-  if (attr->type != vfs::FileType::kRegular) {
-    res.status = attr->type == vfs::FileType::kDirectory ? NFS3ERR_ISDIR : NFS3ERR_INVAL;
+  // The node's type, not a stat: nothing before the sync waits for a WRITE under way.
+  if (vfs::FileType type = file->node().type(); type != vfs::FileType::kRegular) {
+    res.status = type == vfs::FileType::kDirectory ? NFS3ERR_ISDIR : NFS3ERR_INVAL;
     return res;
   }
   // The whole file is synced whatever range was asked: cheaper than tracking ranges.
   // Not under the op lock, so WRITEs to the file go on during a slow fsync.
   auto open = core.open_files().Get(file, false);
-  Result<void> synced = open ? (*open)->Sync(true) : Result<void>(std::unexpected(open.error()));
-  if (!synced) {
-    core.verifiers().Rotate(file->key());
-    log::Warn("COMMIT: sync failed: {}", std::strerror(synced.error().code));
-  }
+  if (!open) core.verifiers().Rotate(file->key());
+  auto synced = open ? core.SyncData(*file, **open, true)
+                     : Result<nfs3::writeverf3>(std::unexpected(open.error()));
+  if (!synced) log::Warn("COMMIT: sync failed: {}", std::strerror(synced.error().code));
   // COMMIT changes nothing a client caches: report an empty interval taken
   // atomically, so it cannot be mistaken for someone else's change.
   auto now = core.Attr(*file);
@@ -100,7 +100,7 @@ COMMIT3res Commit(Core& core, const COMMIT3args& args, const Ctx& ctx) {
     return res;
   }
   res.resok.file_wcc = wcc;
-  res.resok.verf = core.verifiers().Verifier(file->key());
+  res.resok.verf = *synced;
   return res;
 }
 

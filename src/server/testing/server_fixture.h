@@ -152,8 +152,13 @@ class ServerTest : public ::testing::TestWithParam<BackendKind> {
 
   template <class Res, class Args>
   Res Call(nfsproc3 proc, const Args& args) {
+    return CallOn<Res>(*nfs_, proc, args);
+  }
+  // On another connection (from harness_->Connect), for calls that must run side by side.
+  template <class Res, class Args>
+  Res CallOn(rpc::RpcClient& conn, nfsproc3 proc, const Args& args) {
     auto r =
-        client::CallSync<Res>(*nfs_, NFS_PROGRAM, NFS_V3, static_cast<uint32_t>(proc), cred_, args);
+        client::CallSync<Res>(conn, NFS_PROGRAM, NFS_V3, static_cast<uint32_t>(proc), cred_, args);
     EXPECT_TRUE(r.has_value()) << "RPC failed: " << (r ? 0 : r.error().code);
     return r ? *r : Res{};
   }
@@ -177,6 +182,10 @@ class ServerTest : public ::testing::TestWithParam<BackendKind> {
   }
   WRITE3res WriteTo(const nfs_fh3& fh, uint64_t offset, const std::string& data,
                     stable_how stable = UNSTABLE) {
+    return WriteOn(*nfs_, fh, offset, data, stable);
+  }
+  WRITE3res WriteOn(rpc::RpcClient& conn, const nfs_fh3& fh, uint64_t offset,
+                    const std::string& data, stable_how stable = UNSTABLE) {
     auto owner = std::make_shared<std::string>(data);
     WRITE3args a;
     a.file = fh;
@@ -184,7 +193,7 @@ class ServerTest : public ::testing::TestWithParam<BackendKind> {
     a.count = static_cast<uint32_t>(data.size());
     a.stable = stable;
     a.data = {std::as_bytes(std::span(*owner)), owner};
-    return Call<WRITE3res>(nfsproc3::WRITE, a);
+    return CallOn<WRITE3res>(conn, nfsproc3::WRITE, a);
   }
   std::string ReadFrom(const nfs_fh3& fh, uint64_t offset, uint32_t count, bool* eof = nullptr) {
     auto r = Call<READ3res>(nfsproc3::READ, READ3args{fh, offset, count});
