@@ -205,11 +205,13 @@ class FaultOpenFile final : public OpenFile {
   }
 
   Result<void> Sync(bool data_only) override {
+    UnsyncedWriteJournal* j = injector_->journal();
     if (auto error = Check(FaultOp::kSync)) {
+      // As a write-back error: what the sync covered is lost, later syncs or not.
+      if (j) j->WriteBackFailed(handle_, j->Next());
       injector_->syncs().Pass();  // a failing disk can be slow too
       return Fail(*error);
     }
-    UnsyncedWriteJournal* j = injector_->journal();
     // Only writes recorded before the sync began are covered by it.
     const uint64_t before = j ? j->Next() : 0;
     // Held after that point: writes that arrive while a sync waits are not covered by it,

@@ -468,6 +468,10 @@ TEST_F(UnsyncedJournalTest, TheJournalStaysSmallWhileWritesAreSynced) {
     auto fs = Start(*base, &r);
     a = *fs->Create(*fs->Root(), "a", 0644, {}, true);
     auto f = *fs->Open(*a, true);
+    // Lost by a failed sync: it must stay lost through the compactions that follow.
+    ASSERT_TRUE(f->Write(8, Bytes("LOST")));
+    fs->FailNext(FaultOp::kSync, EIO);
+    ASSERT_FALSE(f->Sync(true));
     for (int i = 0; i < 100000; ++i) {
       ASSERT_TRUE(f->Write(0, Bytes("x")));
       if (i % 2 == 0) {
@@ -478,9 +482,37 @@ TEST_F(UnsyncedJournalTest, TheJournalStaysSmallWhileWritesAreSynced) {
   }
   EXPECT_LT(std::filesystem::file_size(path_), 5u << 20);
   auto fs = Start(*base, &r);
-  // The last two writes (offset 0 after the last sync, offset 1) are lost; nothing else.
+  // The last two writes (offset 0 after the last sync, offset 1) are lost, and the range
+  // the failed sync lost; nothing else.
+  EXPECT_EQ(r.ranges, 3u);
+  EXPECT_EQ(r.bytes, 6u);
+}
+
+// A failed sync loses what it covered, as a write-back error does: a later successful
+// sync does not bring it back (fsync(2) told the error once), only a newer write of the
+// same bytes that is then synced does. Writes made after the failure are not lost by it.
+TEST_F(UnsyncedJournalTest, AFailedSyncLosesWhatItCoveredThroughLaterSyncs) {
+  std::unique_ptr<Filesystem> base = MakeMemoryFs();
+  UnsyncedWriteJournal::Replayed r;
+  NodePtr a;
+  {
+    auto fs = Start(*base, &r);
+    a = *fs->Create(*fs->Root(), "a", 0644, {}, true);
+    auto f = *fs->Open(*a, true);
+    ASSERT_TRUE(f->Write(0, Bytes("AAAAAAAA")));
+    fs->FailNext(FaultOp::kSync, EIO);
+    ASSERT_FALSE(f->Sync(true));
+    ASSERT_TRUE(f->Write(8, Bytes("BBBB")));  // after the failure
+    ASSERT_TRUE(f->Sync(true));               // succeeds, and brings back nothing
+    ASSERT_TRUE(f->Write(2, Bytes("CC")));    // a rewrite of part of what was lost...
+    ASSERT_TRUE(f->Sync(true));               // ...made durable
+  }
+  auto fs = Start(*base, &r);
+  const std::string lost2(2, static_cast<char>(UnsyncedWriteJournal::kLostByte));
+  const std::string lost4(4, static_cast<char>(UnsyncedWriteJournal::kLostByte));
+  EXPECT_EQ(Read(*base, *a), lost2 + "CC" + lost4 + "BBBB");
   EXPECT_EQ(r.ranges, 2u);
-  EXPECT_EQ(r.bytes, 2u);
+  EXPECT_EQ(r.bytes, 6u);
 }
 
 }  // namespace

@@ -48,9 +48,11 @@ bool Fields(std::string_view line, std::string_view* out, size_t n) {
   return i == n && line.empty();
 }
 
-std::string WriteRecord(const std::string& hex, uint64_t seq, uint64_t offset, uint64_t length) {
-  return "W " + hex + " " + std::to_string(seq) + " " + std::to_string(offset) + " " +
-         std::to_string(length) + "\n";
+// "W" a write, "L" a write lost by a failed sync (in a compacted journal).
+std::string WriteRecord(char kind, const std::string& hex, uint64_t seq, uint64_t offset,
+                        uint64_t length) {
+  return std::string(1, kind) + " " + hex + " " + std::to_string(seq) + " " +
+         std::to_string(offset) + " " + std::to_string(length) + "\n";
 }
 
 bool Number(std::string_view s, uint64_t* v) {
@@ -82,6 +84,44 @@ UnsyncedWriteJournal::~UnsyncedWriteJournal() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+void UnsyncedWriteJournal::ApplySynced(std::vector<Range>& ranges, uint64_t before) {
+  // Synced writes become durable, and heal the bytes they overwrote of older lost ones.
+  std::vector<Range> healed;
+  std::vector<Range> kept;
+  for (const Range& r : ranges) {
+    if (!r.lost && r.seq < before) healed.push_back(r);
+  }
+  for (const Range& r : ranges) {
+    if (!r.lost) {
+      if (r.seq >= before) kept.push_back(r);
+      continue;
+    }
+    std::vector<Range> pieces{r};
+    for (const Range& h : healed) {
+      if (h.seq < r.seq) continue;  // older than the loss: the loss overwrote it
+      std::vector<Range> next;
+      for (const Range& p : pieces) {
+        uint64_t p_end = p.offset + p.length, h_end = h.offset + h.length;
+        if (h_end <= p.offset || h.offset >= p_end) {
+          next.push_back(p);
+          continue;
+        }
+        if (p.offset < h.offset) next.push_back({p.seq, p.offset, h.offset - p.offset, true});
+        if (h_end < p_end) next.push_back({p.seq, h_end, p_end - h_end, true});
+      }
+      pieces = std::move(next);
+    }
+    kept.insert(kept.end(), pieces.begin(), pieces.end());
+  }
+  ranges = std::move(kept);
+}
+
+void UnsyncedWriteJournal::ApplyFailed(std::vector<Range>& ranges, uint64_t before) {
+  for (Range& r : ranges) {
+    if (r.seq < before) r.lost = true;
+  }
+}
+
 UnsyncedWriteJournal::Unsynced UnsyncedWriteJournal::Parse(std::string_view text) {
   Unsynced unsynced;
   while (!text.empty()) {
@@ -91,12 +131,16 @@ UnsyncedWriteJournal::Unsynced UnsyncedWriteJournal::Parse(std::string_view text
     text.remove_prefix(nl + 1);
     std::string_view f[5];
     uint64_t seq = 0, offset = 0, length = 0;
-    if (Fields(line, f, 5) && f[0] == "W" && Number(f[2], &seq) && Number(f[3], &offset) &&
-        Number(f[4], &length)) {
-      unsynced[std::string(f[1])].push_back(Range{seq, offset, length});
-    } else if (Fields(line, f, 3) && f[0] == "S" && Number(f[2], &seq)) {
+    if (Fields(line, f, 5) && (f[0] == "W" || f[0] == "L") && Number(f[2], &seq) &&
+        Number(f[3], &offset) && Number(f[4], &length)) {
+      unsynced[std::string(f[1])].push_back(Range{seq, offset, length, f[0] == "L"});
+    } else if (Fields(line, f, 3) && (f[0] == "S" || f[0] == "F") && Number(f[2], &seq)) {
       if (auto it = unsynced.find(std::string(f[1])); it != unsynced.end()) {
-        std::erase_if(it->second, [seq](const Range& r) { return r.seq < seq; });
+        if (f[0] == "S") {
+          ApplySynced(it->second, seq);
+        } else {
+          ApplyFailed(it->second, seq);
+        }
         if (it->second.empty()) unsynced.erase(it);
       }
     }
@@ -157,7 +201,7 @@ uint64_t UnsyncedWriteJournal::Wrote(std::span<const std::byte> handle, uint64_t
   std::string hex = Hex(handle);
   std::lock_guard lock(mu_);
   uint64_t seq = next_seq_++;
-  AppendLocked(WriteRecord(hex, seq, offset, length));
+  AppendLocked(WriteRecord('W', hex, seq, offset, length));
   unsynced_[hex].push_back(Range{seq, offset, length});
   return seq;
 }
@@ -167,14 +211,30 @@ uint64_t UnsyncedWriteJournal::Next() const {
   return next_seq_;
 }
 
+template <class Apply>
+void UnsyncedWriteJournal::UpdateLocked(const std::string& hex, Apply apply,
+                                        const std::string& record) {
+  auto it = unsynced_.find(hex);
+  if (it == unsynced_.end()) return;
+  apply(it->second);
+  if (it->second.empty()) unsynced_.erase(it);
+  AppendLocked(record);
+}
+
 void UnsyncedWriteJournal::Synced(std::span<const std::byte> handle, uint64_t before) {
   std::string hex = Hex(handle);
   std::lock_guard lock(mu_);
-  auto it = unsynced_.find(hex);
-  if (it == unsynced_.end()) return;
-  std::erase_if(it->second, [before](const Range& r) { return r.seq < before; });
-  if (it->second.empty()) unsynced_.erase(it);
-  AppendLocked("S " + hex + " " + std::to_string(before) + "\n");
+  UpdateLocked(
+      hex, [before](std::vector<Range>& r) { ApplySynced(r, before); },
+      "S " + hex + " " + std::to_string(before) + "\n");
+}
+
+void UnsyncedWriteJournal::WriteBackFailed(std::span<const std::byte> handle, uint64_t before) {
+  std::string hex = Hex(handle);
+  std::lock_guard lock(mu_);
+  UpdateLocked(
+      hex, [before](std::vector<Range>& r) { ApplyFailed(r, before); },
+      "F " + hex + " " + std::to_string(before) + "\n");
 }
 
 size_t UnsyncedWriteJournal::unsynced_ranges() const {
@@ -195,7 +255,9 @@ void UnsyncedWriteJournal::AppendLocked(const std::string& record) {
 void UnsyncedWriteJournal::CompactLocked() {
   std::string text;
   for (const auto& [hex, ranges] : unsynced_) {
-    for (const Range& r : ranges) text += WriteRecord(hex, r.seq, r.offset, r.length);
+    for (const Range& r : ranges) {
+      text += WriteRecord(r.lost ? 'L' : 'W', hex, r.seq, r.offset, r.length);
+    }
   }
   std::string tmp = path_ + ".tmp";
   int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);

@@ -11,6 +11,11 @@
 // gone, and only a client that resends it gets it back. Data written stably, or
 // committed, is untouched.
 //
+// A failed sync loses what it covered, as a write-back error does on Linux (the pages
+// are marked clean, the disk keeps the old bytes, and fsync(2) tells the error once):
+// those ranges stay lost through later successful syncs, until a newer write of the
+// same bytes is synced.
+//
 // Only for tests (`nfsx serve --test-lose-unsynced-writes`): it costs a write(2) per
 // WRITE. Namespace changes are not simulated (the directory fsyncs are not journaled).
 // The file is rewritten compactly from memory when it grows past a bound, so its size
@@ -65,6 +70,9 @@ class UnsyncedWriteJournal {
   // After a successful sync of the file begun when Next() was `before`: its writes
   // numbered below that are durable.
   void Synced(std::span<const std::byte> handle, uint64_t before);
+  // After a failed sync of the file begun when Next() was `before`: its unsynced writes
+  // numbered below that are lost, whatever later syncs do, until written again.
+  void WriteBackFailed(std::span<const std::byte> handle, uint64_t before);
 
   // Ranges recorded and not yet synced (for tests).
   size_t unsynced_ranges() const;
@@ -74,8 +82,16 @@ class UnsyncedWriteJournal {
     uint64_t seq;
     uint64_t offset;
     uint64_t length;
+    bool lost = false;  // by a failed sync: later syncs do not make it durable
   };
   using Unsynced = std::map<std::string, std::vector<Range>>;  // by handle bytes
+  // What a successful sync, or a failed one, begun before write `before` does to a file's
+  // ranges; shared by the live state and Parse, so a replay sees what the run saw.
+  static void ApplySynced(std::vector<Range>& ranges, uint64_t before);
+  static void ApplyFailed(std::vector<Range>& ranges, uint64_t before);
+  // REQUIRES: mu_. Applies `apply` to the file's ranges and appends `record`.
+  template <class Apply>
+  void UpdateLocked(const std::string& hex, Apply apply, const std::string& record);
 
   UnsyncedWriteJournal(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
   static Unsynced Parse(std::string_view text);
