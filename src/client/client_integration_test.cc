@@ -762,6 +762,60 @@ TEST_F(ClientFaultTest, AFailedBackgroundCommitIsReportedByTheNextFsync) {
   EXPECT_TRUE((*f)->Close());
 }
 
+// NFS-Ganesha's write verifier does not change on a write-back error (it is global): after
+// a COMMIT that failed, the next one succeeds under the same verifier over data the failed
+// fsync lost (fsync(2) tells the error once). So what a failed COMMIT covered must be sent
+// again before a COMMIT may forget it. The server here keeps its verifier as Ganesha does,
+// and its disk loses what a failed sync covered, as Linux's page cache does; a power cut
+// then shows what the client let go of. Once through fsync's COMMIT, once through a
+// background COMMIT.
+TEST_F(ClientFaultTest, WhatAFailedCommitCoveredIsResentThoughTheVerifierStays) {
+  server_.Stop();
+  server_.set_lose_unsynced_writes();
+  server_.set_verifier_kept_through_errors();
+  std::string why;
+  ASSERT_TRUE(server_.Start(&why)) << why;
+  constexpr size_t kSize = 256 << 10;
+  struct Round {
+    const char* what;
+    size_t commit_ahead;
+  };
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const Round& round : {Round{"fsync's COMMIT", 0}, Round{"background COMMIT", kSize}}) {
+    SCOPED_TRACE(round.what);
+    ClientOptions o;
+    o.commit_ahead_bytes = round.commit_ahead;
+    auto c = Connect(o);
+    ASSERT_TRUE(c);
+    std::string name = "kept-verifier" + std::to_string(files.size()) + ".bin";
+    auto f = c->Open(name, O_CREAT | O_RDWR | O_DIRECT, 0644);
+    ASSERT_TRUE(f.has_value());
+    std::string data = Pattern(kSize, 16 + static_cast<int>(files.size()));
+    server_.faults().FailNext(vfs::FaultOp::kSync, EIO);
+    ASSERT_TRUE((*f)->Pwrite(Bytes(data), 0));
+    if (round.commit_ahead) {
+      ASSERT_TRUE(WaitUntil([&] { return c->stats().commits_ahead == 1; }));
+    }
+    auto failed = (*f)->Fsync();
+    ASSERT_FALSE(failed.has_value()) << "the failed COMMIT was not reported";
+    EXPECT_EQ(failed.error().code, EIO);
+    ASSERT_TRUE((*f)->Fsync());
+    EXPECT_EQ(c->stats().resent_bytes, kSize) << "forgotten on the word of an unchanged verifier";
+    EXPECT_TRUE((*f)->Close());
+    files.emplace_back(name, data);
+  }
+  // The power cut: the server goes down without the fsync a clean stop does.
+  server_.faults().FailNext(vfs::FaultOp::kSync, EIO, vfs::FaultInjectingFs::kEveryCall);
+  server_.Stop();
+  ASSERT_TRUE(server_.Start(&why)) << why;
+  for (const auto& [name, data] : files) {
+    std::string disk = DiskFile(server_, name);
+    ASSERT_EQ(disk.size(), data.size()) << name;
+    auto [at, _] = std::ranges::mismatch(disk, data);
+    EXPECT_TRUE(at == disk.end()) << name << ": lost at offset " << (at - disk.begin());
+  }
+}
+
 // A sync of a file while a background COMMIT of it is out (an fsync's COMMIT, an O_APPEND
 // or O_SYNC write's FILE_SYNC WRITE) waits for it: two syncs of one file at once on the
 // server, one may be told of a write-back error and the other answer with the verifier

@@ -375,20 +375,24 @@ Result<void> ClientCore::CommitAndVerify(const InodePtr& ino) {
     auto r = channel_->CallSync<COMMIT3res>(nfsproc3::COMMIT, COMMIT3args{ino->fh(), 0, 0});
     EndCommitCall(ino, token, r);
     if (!r) return std::unexpected(r.error());
-    if (r->status != NFS3_OK) return Fail(ErrnoFromNfsStat(r->status));
-    // Everything written under the COMMIT's verifier is on disk. The rest was
-    // acknowledged by a server instance that is gone (or saw a write-back
-    // error): send it again. Extents never overlap, so order does not matter.
-    // They stay recorded until the resend's replies replace them: meanwhile a READ
-    // must still see them over what the server lost, and if the resend fails, the
-    // next fsync must still find them.
+    if (r->status != NFS3_OK) {
+      std::lock_guard lock(ino->wb_mu);
+      for (auto& [off, e] : ino->unstable) e.resend = true;
+      return Fail(ErrnoFromNfsStat(r->status));
+    }
+    // Everything written under the COMMIT's verifier is on disk, unless an earlier
+    // COMMIT covering it failed. The rest was acknowledged by a server instance that
+    // is gone (or saw a write-back error): send it again. Extents never overlap, so order does not
+    // matter. They stay recorded until the resend's replies replace them: meanwhile a READ must
+    // still see them over what the server lost, and if the resend fails, the next fsync must still
+    // find them.
     std::vector<Run> again;
     {
       std::lock_guard lock(ino->wb_mu);
       ino->write_seq.fetch_add(1);  // as in MaybeCommitAhead: no overlay for late READs
       for (auto it = ino->unstable.begin(); it != ino->unstable.end();) {
         const UnstableExtent& e = it->second;
-        if (e.verf == r->resok.verf) {
+        if (e.verf == r->resok.verf && !e.resend) {
           ino->unstable_bytes -= e.len;
           it = ino->unstable.erase(it);
           continue;
@@ -399,7 +403,7 @@ Result<void> ClientCore::CommitAndVerify(const InodePtr& ino) {
       }
     }
     if (again.empty()) return {};
-    log::Info("client: write verifier changed (server restart?): resending {} writes of file {}",
+    log::Info("client: resending {} writes of file {} (a verifier changed, or a COMMIT failed)",
               again.size(), ino->fileid());
     auto sent = SendExtents(ino, std::move(again), UNSTABLE, true);
     // A READ the server answered before the resend landed carries what it had lost, and
@@ -451,6 +455,9 @@ void ClientCore::MaybeCommitAhead(const InodePtr& ino) {
             // own COMMIT may succeed, a server's fsync telling an error only once). What
             // is kept is resent when the server changed its verifier, as nfsx does.
             if (ino->wb_error == 0) ino->wb_error = ErrnoFromNfsStat(r->status);
+            // Every extent, not only those it covered: one of those may have been split
+            // since. The newer ones are resent for nothing, which is rare and harmless.
+            for (auto& [off, e] : ino->unstable) e.resend = true;
           } else if (r) {
             // A READ answered before an extent's WRITE and processed after it is
             // forgotten here would find nothing to overlay: it may no longer create pages.
@@ -460,7 +467,7 @@ void ClientCore::MaybeCommitAhead(const InodePtr& ino) {
               auto it = ino->unstable.find(off);
               // Replaced or split since (a newer write over part of it): kept whole.
               if (it == ino->unstable.end() || it->second.data != e.data ||
-                  it->second.begin != e.begin || it->second.len != e.len) {
+                  it->second.begin != e.begin || it->second.len != e.len || it->second.resend) {
                 continue;
               }
               ino->unstable_bytes -= e.len;

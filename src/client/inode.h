@@ -48,6 +48,10 @@ struct UnstableExtent {
   size_t begin = 0;  // the extent is data[begin, begin + len)
   size_t len = 0;
   nfs3::writeverf3 verf{};
+  // A COMMIT covering it failed: the server may have lost it whatever verifier it shows
+  // later (NFS-Ganesha's does not change on a write-back error), so it is sent again
+  // before a COMMIT may forget it.
+  bool resend = false;
 };
 
 class Inode {

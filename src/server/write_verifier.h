@@ -29,12 +29,17 @@ class WriteVerifiers {
   // Records a write-back error on `file`: its verifier changes from now on.
   void Rotate(std::string_view file);
 
+  // For clients' tests: from now on Rotate() changes nothing, as on a server whose
+  // verifier is global and changes only at restart (NFS-Ganesha 4.3).
+  void KeepThroughErrorsForTests() { keep_through_errors_.store(true); }
+
   const nfs3::writeverf3& boot_verifier() const { return boot_; }
   uint64_t rotations() const { return rotations_.load(); }
 
  private:
   nfs3::writeverf3 boot_;
   std::atomic<uint64_t> rotations_{0};
+  std::atomic<bool> keep_through_errors_{false};
   mutable std::mutex mu_;
   std::unordered_map<std::string, uint64_t> epochs_;  // GUARDED_BY(mu_)
 };

@@ -81,6 +81,7 @@ class NfsxServer : public TestServer {
       *why = error;
       return false;
     }
+    if (verifier_kept_through_errors_) server_->core().verifiers().KeepThroughErrorsForTests();
     nfs_port_ = server_->nfs_port();
     mount_port_ = server_->mount_port();
     return true;
@@ -101,11 +102,15 @@ class NfsxServer : public TestServer {
   // Before Start(): every later start loses what the last one wrote and never synced,
   // as a power cut would (it becomes 0xDB; see FaultInjectingFs).
   void set_lose_unsynced_writes() { lose_unsynced_writes_ = true; }
+  // Before Start(): the write verifier does not change on a write-back error, as
+  // NFS-Ganesha's (global, changed only at restart).
+  void set_verifier_kept_through_errors() { verifier_kept_through_errors_ = true; }
 
  private:
   std::string dir_, state_;
   uint64_t time_granularity_ns_ = 0;
   bool lose_unsynced_writes_ = false;
+  bool verifier_kept_through_errors_ = false;
   vfs::FaultInjectingFs* faults_ = nullptr;
   uint16_t nfs_port_ = 0, mount_port_ = 0;
   std::unique_ptr<server::Server> server_;
