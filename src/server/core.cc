@@ -187,12 +187,11 @@ void Core::ForgetIfGone(const FileStatePtr& file) {
 }
 
 Result<nfs3::writeverf3> Core::SyncData(FileState& file, vfs::OpenFile& open, bool data_only) {
-  std::lock_guard lock(file.sync_mutex());
-  if (auto synced = open.Sync(data_only); !synced) {
-    verifiers_.Rotate(file.key());
-    return std::unexpected(synced.error());
-  }
-  return verifiers_.Verifier(file.key());
+  uint64_t ticket = verifiers_.BeginSync(file.key());
+  auto synced = open.Sync(data_only);
+  uint64_t horizon = verifiers_.EndSync(file.key(), ticket, !synced);
+  if (!synced) return std::unexpected(synced.error());
+  return verifiers_.VerifierAfter(file.key(), horizon);
 }
 
 Result<void> Core::SyncMetadata(const FileStatePtr& file) {

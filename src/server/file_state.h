@@ -66,12 +66,6 @@ class FileState {
 
   TimeOverlay& times() { return times_; }
 
-  // Held over each sync of the file's descriptors together with what it means for the
-  // write verifier (Core::SyncData): fsync(2) tells a write-back error to one of the
-  // syncs that race it, so another sync that succeeded beside a failure must not read
-  // the verifier before the failure has rotated it. Taken after op_mutex, never before.
-  std::mutex& sync_mutex() { return sync_mu_; }
-
   // Open descriptors, managed by OpenFileCache.
   struct Opens {
     std::mutex mu;
@@ -88,7 +82,6 @@ class FileState {
   nfs3::nfs_fh3 fh_;
   std::mutex op_mu_;
   std::atomic<std::thread::id> modifier_{};
-  std::mutex sync_mu_;
   TimeOverlay times_;
   Opens opens_;
 };

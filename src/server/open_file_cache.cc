@@ -29,10 +29,13 @@ std::shared_ptr<vfs::OpenFile> OpenFileCache::Wrap(std::unique_ptr<vfs::OpenFile
   opens_total_.fetch_add(1);
   std::string key(state.key());
   return std::shared_ptr<vfs::OpenFile>(file.release(), [this, key](vfs::OpenFile* f) {
+    // A sync like COMMIT's (WriteVerifiers says why it is bracketed): a COMMIT on a new
+    // descriptor beside it would succeed over what this one was told was lost.
+    uint64_t ticket = verifiers_->BeginSync(key);
     bool failed = false;
     if (f->writable() && !f->Sync(true)) failed = true;
     if (!f->Close()) failed = true;
-    if (failed) verifiers_->Rotate(key);
+    verifiers_->EndSync(key, ticket, failed);
     delete f;
     open_.fetch_sub(1);
   });

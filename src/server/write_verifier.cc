@@ -50,3 +50,42 @@ void WriteVerifiers::Rotate(std::string_view file) {
 }
 
 }  // namespace nfsx::server
+
+namespace nfsx::server {
+
+uint64_t WriteVerifiers::BeginSync(std::string_view file) {
+  std::lock_guard lock(sync_mu_);
+  uint64_t ticket = next_ticket_++;
+  syncing_[std::string(file)].insert(ticket);
+  return ticket;
+}
+
+uint64_t WriteVerifiers::EndSync(std::string_view file, uint64_t ticket, bool failed) {
+  if (failed) Rotate(file);  // before the ticket goes: a success waiting on it reads after
+  uint64_t horizon;
+  {
+    std::lock_guard lock(sync_mu_);
+    auto it = syncing_.find(std::string(file));
+    if (it != syncing_.end()) {
+      it->second.erase(ticket);
+      if (it->second.empty()) syncing_.erase(it);
+    }
+    horizon = next_ticket_;
+  }
+  sync_ended_.notify_all();
+  return horizon;
+}
+
+nfs3::writeverf3 WriteVerifiers::VerifierAfter(std::string_view file, uint64_t horizon) {
+  {
+    std::unique_lock lock(sync_mu_);
+    std::string key(file);
+    sync_ended_.wait(lock, [&] {
+      auto it = syncing_.find(key);
+      return it == syncing_.end() || *it->second.begin() >= horizon;
+    });
+  }
+  return Verifier(file);
+}
+
+}  // namespace nfsx::server

@@ -443,20 +443,38 @@ TEST_F(FaultFsTest, CountedHoldsKeepOnlyTheFirstCallers) {
   fs.FailNext(FaultOp::kSync, EIO);
   fs.HoldSyncs(1);
   std::thread failing([&] { EXPECT_FALSE(f->Sync(true)); });
-  ASSERT_TRUE(until([&] { return fs.syncs_held() == 1; }));
-  EXPECT_TRUE(f->Sync(true)) << "the second sync was held too";
+  // No ASSERT until the threads are joined: every wait is bounded, and a failed one lets
+  // go of the gates, so a regression fails the test instead of hanging it.
+  bool held = until([&] { return fs.syncs_held() == 1; });
+  EXPECT_TRUE(held);
+  std::atomic<bool> second_done{false};
+  std::thread second([&] {
+    EXPECT_TRUE(f->Sync(true));
+    second_done = true;
+  });
+  EXPECT_TRUE(until([&] { return second_done.load(); })) << "the second sync was held too";
   fs.ReleaseSyncs();
+  second.join();
   failing.join();
   EXPECT_EQ(fs.syncs_held(), 1u);
 
   fs.HoldWrites(1);
   std::thread writer([&] { EXPECT_TRUE(f->Write(0, Bytes("held"))); });
-  ASSERT_TRUE(until([&] { return fs.writes_held() == 1; }));
+  held = until([&] { return fs.writes_held() == 1; });
+  EXPECT_TRUE(held);
   std::string seen(4, '\0');
-  ASSERT_TRUE(f->Read(0, std::as_writable_bytes(std::span(seen))));
-  EXPECT_EQ(seen, "held") << "a held write has not landed";
-  EXPECT_TRUE(f->Write(4, Bytes("next"))) << "the second write was held too";
+  EXPECT_TRUE(f->Read(0, std::as_writable_bytes(std::span(seen))));
+  if (held) {
+    EXPECT_EQ(seen, "held") << "a held write has not landed";
+  }
+  std::atomic<bool> next_done{false};
+  std::thread next([&] {
+    EXPECT_TRUE(f->Write(4, Bytes("next")));
+    next_done = true;
+  });
+  EXPECT_TRUE(until([&] { return next_done.load(); })) << "the second write was held too";
   fs.ReleaseWrites();
+  next.join();
   writer.join();
 }
 

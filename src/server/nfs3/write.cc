@@ -94,8 +94,9 @@ COMMIT3res Commit(Core& core, const COMMIT3args& args, const Ctx& ctx) {
   auto now = core.Attr(*file);
   wcc_data wcc{Core::PreOpAttr(now),
                now ? post_op_attr(core.ToFattr3(*now, file->exp())) : std::nullopt};
-  if (!synced) {
-    res.status = StatusOf(synced.error());
+  // A file removed behind our back is stale, as the stat before the sync used to say.
+  if (!synced || !now) {
+    res.status = StatusOf(synced ? now.error() : synced.error());
     res.resfail.wcc = wcc;
     return res;
   }
