@@ -187,6 +187,110 @@ FakeServer::Respond StalledUntil(const std::atomic<bool>& answering) {
   };
 }
 
+// Reads every call of its first connection and answers none (a half-open connection, a
+// server restarted behind a NAT, a stalled peer); answers GETATTR on later connections.
+class SilentFirstConnection {
+ public:
+  SilentFirstConnection() {
+    listen_ = rpc::testing::LoopbackListener(&port_, 4);
+    thread_ = std::thread([this] { Accept(); });
+  }
+  ~SilentFirstConnection() {
+    shutdown(listen_, SHUT_RDWR);
+    close(listen_);
+    {
+      std::lock_guard lock(mu_);
+      for (int c : conns_) shutdown(c, SHUT_RDWR);
+    }
+    thread_.join();
+    for (auto& t : serving_) t.join();
+  }
+  uint16_t port() const { return port_; }
+  int connections() const { return connections_.load(); }
+
+ private:
+  void Accept() {
+    for (int index = 0;; ++index) {
+      int c = accept(listen_, nullptr, nullptr);
+      if (c < 0) return;
+      connections_.fetch_add(1);
+      std::lock_guard lock(mu_);
+      conns_.push_back(c);
+      serving_.emplace_back([this, c, index] { Serve(c, index > 0); });
+    }
+  }
+  static void Serve(int conn, bool answer) {
+    rpc::RecordReader reader(1 << 20);
+    for (;;) {
+      auto space = reader.PrepareWrite();
+      ssize_t n = read(conn, space.data(), space.size());
+      if (n <= 0) break;
+      reader.CommitWrite(static_cast<size_t>(n));
+      std::span<std::byte> rec;
+      while (reader.Next(&rec) == rpc::RecordReader::Status::kRecord) {
+        if (!answer) continue;
+        GETATTR3res ok;
+        ok.resok.obj_attributes.size = 7;
+        auto msg =
+            Accepted(xdr::LoadBe32(rec.data()), rpc::accept_stat::SUCCESS, [&](auto& e) { e(ok); });
+        std::byte mark[4];
+        xdr::StoreBe32(mark, rpc::kLastFragment | static_cast<uint32_t>(msg.size()));
+        if (send(conn, mark, 4, MSG_NOSIGNAL) != 4) return;
+        if (send(conn, msg.data(), msg.size(), MSG_NOSIGNAL) < 0) return;
+      }
+    }
+  }
+  int listen_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<int> connections_{0};
+  std::mutex mu_;
+  std::vector<int> conns_;  // GUARDED_BY(mu_); closed by the process's end (a test)
+  std::vector<std::thread> serving_;
+  std::thread thread_;
+};
+
+// A retransmission goes over a new connection, as Linux's NFS client sends it: one sent
+// again on a connection that swallows calls is never answered. Before, a soft call kept
+// resending on the dead connection until it failed (here after 4.2 s; now it is answered
+// after its first timeout).
+TEST(BadServerTest, ARetransmissionGoesOverANewConnection) {
+  SilentFirstConnection s;
+  rpc::RpcClientOptions o;
+  o.timeout = std::chrono::milliseconds(200);
+  o.max_retransmits = 5;
+  auto c = rpc::RpcClient::Connect("127.0.0.1", s.port(), o);
+  ASSERT_TRUE(c.has_value());
+  auto r = Getattr(**c);
+  ASSERT_TRUE(r.has_value()) << "errno " << r.error().code;
+  EXPECT_EQ(r->resok.obj_attributes.size, 7u);
+  EXPECT_GE((*c)->counters().reconnects.load(), 1u);
+  EXPECT_GE(s.connections(), 2);
+}
+
+// Connecting to an address that never answers (a SYN into a black hole) gives up after
+// the client's timeout rather than the kernel's two minutes of SYN retries.
+TEST(BadServerTest, AConnectThatIsNeverAnsweredEndsAtTheTimeout) {
+  uint16_t port = 0;
+  int listener = rpc::testing::LoopbackListener(&port, 0);
+  // A backlog of 0 that is full: later SYNs are dropped, never answered.
+  std::vector<std::unique_ptr<rpc::RpcClient>> fillers;
+  rpc::RpcClientOptions o;
+  o.timeout = std::chrono::milliseconds(300);
+  o.reconnect = false;
+  auto start = std::chrono::steady_clock::now();
+  Result<std::unique_ptr<rpc::RpcClient>> last = Fail(0);
+  for (int i = 0; i < 8; ++i) {
+    last = rpc::RpcClient::Connect("127.0.0.1", port, o);
+    if (!last) break;
+    fillers.push_back(std::move(*last));
+  }
+  auto took = std::chrono::steady_clock::now() - start;
+  close(listener);
+  ASSERT_FALSE(last.has_value()) << "every connect was accepted: the backlog never filled";
+  EXPECT_EQ(last.error().code, ETIMEDOUT);
+  EXPECT_LT(took, std::chrono::seconds(60)) << "waited for the kernel's SYN retries";
+}
+
 TEST(BadServerTest, HardCallsOutlastAStalledServerAndSayOnceWhenItIsBack) {
   std::atomic<bool> answering{false};
   FakeServer s(StalledUntil(answering));

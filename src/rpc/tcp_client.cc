@@ -107,6 +107,27 @@ void RpcClient::Shutdown() {
   });
 }
 
+// A connect(2) to a host that does not answer waits for the kernel's SYN retries
+// (over two minutes); meanwhile no timeout of a soft call would be noticed. So it
+// waits at most one timeout, and never more than Linux's 60 s (XS_TCP_CONN_TO).
+Result<void> RpcClient::ConnectWithin(int fd, const sockaddr* addr, socklen_t len) const {
+  if (::connect(fd, addr, len) == 0) return {};
+  if (errno != EINPROGRESS) return FailErrno();
+  auto limit = std::min<std::chrono::milliseconds>(options_.timeout, std::chrono::seconds(60));
+  pollfd p{fd, POLLOUT, 0};
+  int rc;
+  do {
+    rc = ::poll(&p, 1, static_cast<int>(limit.count()));
+  } while (rc < 0 && errno == EINTR);
+  if (rc == 0) return Fail(ETIMEDOUT);
+  if (rc < 0) return FailErrno();
+  int err = 0;
+  socklen_t err_len = sizeof(err);
+  if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len) != 0) return FailErrno();
+  if (err != 0) return Fail(err);
+  return {};
+}
+
 Result<int> RpcClient::Dial() {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -124,14 +145,14 @@ Result<int> RpcClient::Dial() {
       continue;
     }
     if (options_.privileged_port) BindReservedPort(fd, ai->ai_family);
-    if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-      last_err = errno;
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    if (auto connected = ConnectWithin(fd, ai->ai_addr, ai->ai_addrlen); !connected) {
+      last_err = connected.error().code;
       ::close(fd);
       continue;
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     return fd;
   }
   return Fail(last_err);
@@ -320,7 +341,8 @@ bool RpcClient::ReconnectLocked() {
   send_offset_ = 0;
   for (auto& [xid, p] : pending_) {
     send_queue_.push_back(p.request);
-    p.deadline = Clock::now() + options_.timeout;
+    // A retransmission's grown wait stays (CheckTimeouts reconnected for it).
+    p.deadline = std::max(p.deadline, Clock::now() + options_.timeout);
     counters_.retransmits.fetch_add(1);
   }
   FlushLocked();
@@ -330,6 +352,7 @@ bool RpcClient::ReconnectLocked() {
 void RpcClient::CheckTimeouts() {
   std::vector<Callback> expired;
   std::vector<const ReplyLanding*> expired_landings;
+  bool disconnect = false;
   int timeout_error;
   {
     std::unique_lock lock(mu_);
@@ -360,11 +383,27 @@ void RpcClient::CheckTimeouts() {
       }
       ++p.retransmits;
       p.deadline = now + std::min(wait, options_.max_timeout);
-      counters_.retransmits.fetch_add(1);
-      if (fd_ >= 0) send_queue_.push_back(p.request);
+      if (options_.reconnect) {
+        // Over TCP a call sent again on the same connection is one the server already
+        // has, or one a dead connection swallows: a server that lost it (a restart
+        // behind a NAT, a half-open connection, a stalled peer) answers only on a new
+        // one. So a retransmission goes over a new connection, as Linux's NFS client
+        // does (RPC_CLNT_CREATE_DISCRTRY): the receiver sees the end of the stream and
+        // the reader thread reconnects and resends every call still waiting.
+        disconnect = true;
+      } else {
+        counters_.retransmits.fetch_add(1);
+        if (fd_ >= 0) send_queue_.push_back(p.request);
+      }
       ++it;
     }
-    if (fd_ >= 0 && !FlushLocked()) WakeWriterLocked();
+    if (disconnect && fd_ >= 0) {
+      log::Debug("rpc client: no reply from {}:{} in time: reconnecting", host_, port_);
+      ::shutdown(fd_, SHUT_RDWR);
+      Wake(receiver_ == Receiver::kCaller ? caller_wake_fd_ : wake_fd_);
+    } else if (fd_ >= 0 && !FlushLocked()) {
+      WakeWriterLocked();
+    }
     for (const ReplyLanding* l : expired_landings) WaitLandingReleasedLocked(lock, l);
   }
   for (auto& cb : expired) cb(Fail(timeout_error));

@@ -17,6 +17,8 @@
 // caller has its reply. Writes to the socket are made by any thread under `mu_`.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -182,6 +184,7 @@ class RpcClient {
   void CloseBrokenLocked();
   void RunDeferred();
   // Empties an eventfd, so that the next poll waits again.
+  Result<void> ConnectWithin(int fd, const sockaddr* addr, socklen_t len) const;
   static void Drain(int fd);
   static void Wake(int fd);
   // The send queue could not be written out: wakes whoever polls for POLLOUT.
