@@ -1,7 +1,5 @@
 #include "base/buffer_pool.h"
 
-#include <sys/mman.h>
-
 #include <array>
 #include <atomic>
 #include <bit>
@@ -44,86 +42,6 @@ int ClassOf(size_t size) {
 
 std::byte* Allocate(size_t n) { return static_cast<std::byte*>(::operator new(n)); }
 
-// Blocks of kHugeMinBlock and up live in 2 MiB-aligned mappings that ask for transparent
-// huge pages: a fresh 1 MiB buffer then costs one page fault instead of 256. In the
-// 2-core VMs we measure on, filling fresh memory took 3-4.7 ms per MiB in 4 KiB pages
-// and 0.1 ms in huge pages. Blocks smaller than a huge page are carved from one, so
-// their memory is never unmapped: a block released over the idle limit gives its pages
-// back (MADV_DONTNEED) and waits, cold, to be handed out before any new mapping.
-constexpr size_t kHugePage = size_t{2} << 20;
-constexpr size_t kHugeMinBlock = size_t{256} << 10;
-constexpr int kHugeMinClass = std::countr_zero(kHugeMinBlock) - kMinShift;
-
-bool InHugePages(int cls) { return cls >= kHugeMinClass; }
-bool Carved(int cls) { return InHugePages(cls) && (BufferPool::kMinBlock << cls) < kHugePage; }
-
-// `n` bytes (a multiple of kHugePage) aligned to a huge page.
-std::byte* MapHuge(size_t n) {
-  void* p =
-      ::mmap(nullptr, n + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc();
-  auto start = reinterpret_cast<uintptr_t>(p);
-  uintptr_t aligned = (start + kHugePage - 1) & ~(kHugePage - 1);
-  if (aligned > start) ::munmap(p, aligned - start);
-  if (size_t tail = start + kHugePage - aligned; tail > 0) {
-    ::munmap(reinterpret_cast<void*>(aligned + n), tail);
-  }
-  // Advice only: with THP off the mapping works in small pages.
-  ::madvise(reinterpret_cast<void*>(aligned), n, MADV_HUGEPAGE);
-  return reinterpret_cast<std::byte*>(aligned);
-}
-
-// Carved blocks whose memory was given back (or never touched), by class.
-struct ColdBlocks {
-  std::mutex mu;
-  std::array<std::vector<std::byte*>, kClasses> blocks;  // GUARDED_BY(mu)
-};
-ColdBlocks& Cold() {
-  static ColdBlocks* cold = new ColdBlocks;  // never destroyed, as the pool
-  return *cold;
-}
-
-std::byte* TakeCold(int cls) {
-  ColdBlocks& cold = Cold();
-  std::lock_guard lock(cold.mu);
-  auto& stack = cold.blocks[cls];
-  if (stack.empty()) return nullptr;
-  std::byte* p = stack.back();
-  stack.pop_back();
-  return p;
-}
-
-void GiveCold(int cls, std::byte* p) {
-  ColdBlocks& cold = Cold();
-  std::lock_guard lock(cold.mu);
-  cold.blocks[cls].push_back(p);
-}
-
-// Memory for a block of class `cls` nobody holds: a new allocation, or a cold block.
-std::byte* AllocateBlock(int cls) {
-  size_t capacity = BufferPool::kMinBlock << cls;
-  if (!InHugePages(cls)) return Allocate(capacity);
-  if (!Carved(cls)) return MapHuge(capacity);
-  if (std::byte* p = TakeCold(cls)) return p;
-  // Cold blocks run out before a new huge page is mapped, so at most one huge page per
-  // class holds untouched blocks that its first touch filled in.
-  std::byte* page = MapHuge(kHugePage);
-  for (size_t at = capacity; at < kHugePage; at += capacity) GiveCold(cls, page + at);
-  return page;
-}
-
-void FreeBlock(int cls, std::byte* p) {
-  size_t capacity = BufferPool::kMinBlock << cls;
-  if (!InHugePages(cls)) {
-    ::operator delete(p);
-  } else if (!Carved(cls)) {
-    ::munmap(p, capacity);
-  } else {
-    ::madvise(p, capacity, MADV_DONTNEED);
-    GiveCold(cls, p);
-  }
-}
-
 }  // namespace
 
 BufferPool::Block BufferPool::Take(size_t size) {
@@ -150,22 +68,18 @@ BufferPool::Block BufferPool::Take(size_t size) {
     }
   }
   pool.fresh.Add();
-  return {AllocateBlock(cls), capacity, shard};
+  return {Allocate(capacity), capacity, shard};
 }
 
 void BufferPool::Give(Block b) {
   if (b.data == nullptr) return;
   Pool& pool = ThePool();
   pool.given_bytes.Add(b.capacity);
-  if (b.shard == kUnpooled) {
+  if (b.shard == kUnpooled ||
+      pool.idle_bytes.fetch_add(b.capacity, std::memory_order_relaxed) + b.capacity >
+          pool.idle_limit.load(std::memory_order_relaxed)) {
+    if (b.shard != kUnpooled) pool.idle_bytes.fetch_sub(b.capacity, std::memory_order_relaxed);
     ::operator delete(b.data);
-    pool.freed.Add();
-    return;
-  }
-  if (pool.idle_bytes.fetch_add(b.capacity, std::memory_order_relaxed) + b.capacity >
-      pool.idle_limit.load(std::memory_order_relaxed)) {
-    pool.idle_bytes.fetch_sub(b.capacity, std::memory_order_relaxed);
-    FreeBlock(ClassOf(b.capacity), b.data);
     pool.freed.Add();
     return;
   }

@@ -9,10 +9,10 @@
 // are handed out again warm.
 //
 // Blocks come in power-of-two classes from 4 KiB to 4 MiB; larger requests are
-// plain allocations. Blocks of 256 KiB and up are backed by transparent huge pages
-// where the kernel allows (buffer_pool.cc says why). Each class is sharded by the allocating thread
-// (a block goes back to the shard it came from), so no lock is process-wide. What is kept idle is
-// bounded in bytes across the process (IdleLimit()); a block released beyond it is freed.
+// plain allocations. Each class is sharded by the allocating thread (a block goes
+// back to the shard it came from), so no lock is process-wide. What is kept idle
+// is bounded in bytes across the process (IdleLimit()); a block released beyond it
+// is freed.
 #pragma once
 
 #include <cstddef>
@@ -45,7 +45,7 @@ class BufferPool {
   struct Stats {
     uint64_t reused = 0;  // blocks handed out warm
     uint64_t fresh = 0;   // blocks newly allocated
-    uint64_t freed = 0;   // released blocks whose memory went back (over the limit, or too large)
+    uint64_t freed = 0;   // released blocks freed (over the limit, or too large)
     size_t idle_bytes = 0;
     int64_t lent_bytes = 0;  // in blocks handed out and not yet given back
   };
