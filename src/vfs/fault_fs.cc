@@ -358,7 +358,12 @@ Result<Attr> FaultInjectingFs::GetAttr(Node& node) {
 
 Result<void> FaultInjectingFs::SetAttr(Node& node, const vfs::SetAttr& attr) {
   if (auto error = Check(FaultOp::kSetAttr, {&node})) return Fail(*error);
-  return base_->SetAttr(node, attr);
+  Result<void> done = base_->SetAttr(node, attr);
+  if (UnsyncedWriteJournal* j = injector_->journal(); done && j && attr.size) {
+    std::array<std::byte, kMaxBackendHandle> buf;
+    j->Truncated(std::span(buf).first(base_->EncodeHandle(node, buf)), *attr.size);
+  }
+  return done;
 }
 
 Result<NodePtr> FaultInjectingFs::Lookup(Node& dir, std::string_view name) {

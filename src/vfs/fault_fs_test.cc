@@ -506,6 +506,30 @@ TEST_F(UnsyncedJournalTest, TheJournalStaysSmallWhileWritesAreSynced) {
   EXPECT_EQ(r.bytes, 6u);
 }
 
+// A range a failed sync lost goes with a truncation: the file grown again has a hole
+// there (zeros), not the marker. Found in review.
+TEST_F(UnsyncedJournalTest, ALostRangeGoesWithATruncation) {
+  std::unique_ptr<Filesystem> base = MakeMemoryFs();
+  UnsyncedWriteJournal::Replayed r;
+  NodePtr a;
+  {
+    auto fs = Start(*base, &r);
+    a = *fs->Create(*fs->Root(), "a", 0644, {}, true);
+    auto f = *fs->Open(*a, true);
+    ASSERT_TRUE(f->Write(0, Bytes("AAAAAAAA")));
+    fs->FailNext(FaultOp::kSync, EIO);
+    ASSERT_FALSE(f->Sync(true));
+    SetAttr cut;
+    cut.size = 2;
+    ASSERT_TRUE(fs->SetAttr(*a, cut));
+    ASSERT_TRUE(f->Write(8, Bytes("BBBB")));
+    ASSERT_TRUE(f->Sync(true));
+  }
+  auto fs = Start(*base, &r);
+  const std::string lost2(2, static_cast<char>(UnsyncedWriteJournal::kLostByte));
+  EXPECT_EQ(Read(*base, *a), lost2 + std::string(6, '\0') + "BBBB");
+}
+
 // A failed sync loses what it covered, as a write-back error does: a later successful
 // sync does not bring it back (fsync(2) told the error once), only a newer write of the
 // same bytes that is then synced does. Writes made after the failure are not lost by it.

@@ -122,6 +122,11 @@ void UnsyncedWriteJournal::ApplyFailed(std::vector<Range>& ranges, uint64_t befo
   }
 }
 
+void UnsyncedWriteJournal::ApplyTruncated(std::vector<Range>& ranges, uint64_t size) {
+  std::erase_if(ranges, [size](const Range& r) { return r.offset >= size; });
+  for (Range& r : ranges) r.length = std::min(r.length, size - r.offset);
+}
+
 UnsyncedWriteJournal::Unsynced UnsyncedWriteJournal::Parse(std::string_view text) {
   Unsynced unsynced;
   while (!text.empty()) {
@@ -134,12 +139,15 @@ UnsyncedWriteJournal::Unsynced UnsyncedWriteJournal::Parse(std::string_view text
     if (Fields(line, f, 5) && (f[0] == "W" || f[0] == "L") && Number(f[2], &seq) &&
         Number(f[3], &offset) && Number(f[4], &length)) {
       unsynced[std::string(f[1])].push_back(Range{seq, offset, length, f[0] == "L"});
-    } else if (Fields(line, f, 3) && (f[0] == "S" || f[0] == "F") && Number(f[2], &seq)) {
+    } else if (Fields(line, f, 3) && (f[0] == "S" || f[0] == "F" || f[0] == "T") &&
+               Number(f[2], &seq)) {
       if (auto it = unsynced.find(std::string(f[1])); it != unsynced.end()) {
         if (f[0] == "S") {
           ApplySynced(it->second, seq);
-        } else {
+        } else if (f[0] == "F") {
           ApplyFailed(it->second, seq);
+        } else {
+          ApplyTruncated(it->second, seq);  // the field is the new size
         }
         if (it->second.empty()) unsynced.erase(it);
       }
@@ -235,6 +243,14 @@ void UnsyncedWriteJournal::WriteBackFailed(std::span<const std::byte> handle, ui
   UpdateLocked(
       hex, [before](std::vector<Range>& r) { ApplyFailed(r, before); },
       "F " + hex + " " + std::to_string(before) + "\n");
+}
+
+void UnsyncedWriteJournal::Truncated(std::span<const std::byte> handle, uint64_t size) {
+  std::string hex = Hex(handle);
+  std::lock_guard lock(mu_);
+  UpdateLocked(
+      hex, [size](std::vector<Range>& r) { ApplyTruncated(r, size); },
+      "T " + hex + " " + std::to_string(size) + "\n");
 }
 
 size_t UnsyncedWriteJournal::unsynced_ranges() const {

@@ -73,6 +73,9 @@ class UnsyncedWriteJournal {
   // After a failed sync of the file begun when Next() was `before`: its unsynced writes
   // numbered below that are lost, whatever later syncs do, until written again.
   void WriteBackFailed(std::span<const std::byte> handle, uint64_t before);
+  // After the file was cut to `size`: what its ranges held past it is gone (a file
+  // grown again has a hole there, or newer writes).
+  void Truncated(std::span<const std::byte> handle, uint64_t size);
 
   // Ranges recorded and not yet synced (for tests).
   size_t unsynced_ranges() const;
@@ -89,6 +92,7 @@ class UnsyncedWriteJournal {
   // ranges; shared by the live state and Parse, so a replay sees what the run saw.
   static void ApplySynced(std::vector<Range>& ranges, uint64_t before);
   static void ApplyFailed(std::vector<Range>& ranges, uint64_t before);
+  static void ApplyTruncated(std::vector<Range>& ranges, uint64_t size);
   // REQUIRES: mu_. Applies `apply` to the file's ranges and appends `record`.
   template <class Apply>
   void UpdateLocked(const std::string& hex, Apply apply, const std::string& record);
