@@ -13,6 +13,7 @@
 
 #include "base/buffer_pool.h"
 #include "client/acting_as.h"
+#include "client/testing/holding_proxy.h"
 #include "client/testing/test_servers.h"
 
 namespace nfsx::client::testing {
@@ -814,6 +815,145 @@ TEST_F(ClientFaultTest, WhatAFailedCommitCoveredIsResentThoughTheVerifierStays) 
     auto [at, _] = std::ranges::mismatch(disk, data);
     EXPECT_TRUE(at == disk.end()) << name << ": lost at offset " << (at - disk.begin());
   }
+}
+
+// "" if equal, else where and how they differ (0xDB: lost at the power cut).
+std::string Diff(const std::string& got, const std::string& want) {
+  if (got.size() != want.size()) return "size " + std::to_string(got.size());
+  auto [at, _] = std::ranges::mismatch(got, want);
+  if (at == got.end()) return "";
+  size_t lost = std::count(got.begin(), got.end(), static_cast<char>(0xDB));
+  return "differs at " + std::to_string(at - got.begin()) + ", " + std::to_string(lost) +
+         " bytes 0xDB";
+}
+// A server as in WhatAFailedCommitCoveredIsResentThoughTheVerifierStays: its verifier is
+// kept through write-back errors (as Ganesha's), and a failed sync loses what it covered.
+// The three cases below were found in review; each lost data before the fix.
+class KeptVerifierTest : public ClientFaultTest {
+ public:
+  void SetUp() override {
+    server_.set_lose_unsynced_writes();
+    server_.set_verifier_kept_through_errors();
+    ClientFaultTest::SetUp();
+  }
+  void PowerCut() {
+    server_.faults().FailNext(vfs::FaultOp::kSync, EIO, vfs::FaultInjectingFs::kEveryCall);
+    server_.Stop();
+    std::string why;
+    ASSERT_TRUE(server_.Start(&why)) << why;
+  }
+  uint16_t NfsPort() {
+    std::smatch m;
+    std::string url = server_.Url("");
+    EXPECT_TRUE(std::regex_search(url, m, std::regex("nfsport=([0-9]+)")));
+    return static_cast<uint16_t>(std::stoi(m[1]));
+  }
+  std::string UrlVia(const HoldingProxy& proxy) {
+    return std::regex_replace(server_.Url(""), std::regex("nfsport=[0-9]+"),
+                              "nfsport=" + std::to_string(proxy.port()));
+  }
+};
+
+// A WRITE whose data landed before the failing background COMMIT's fsync, but whose
+// reply the client processes after that COMMIT's failure (another worker, another
+// connection, a slow send), is recorded marked for a resend, not forgotten by the next
+// COMMIT under the same verifier.
+TEST_F(KeptVerifierTest, AWriteInFlightWhenABackgroundCommitFailsIsResentToo) {
+  constexpr size_t kSize = 256 << 10;
+  HoldingProxy proxy(NfsPort());
+  ClientOptions o;
+  o.commit_ahead_bytes = kSize;
+  std::string error;
+  auto c = Client::Connect(UrlVia(proxy), o, &error);
+  ASSERT_TRUE(c.has_value()) << error;
+  auto f = (*c)->Open("inflight.bin", O_CREAT | O_RDWR | O_DIRECT, 0644);
+  ASSERT_TRUE(f.has_value());
+  std::string a = Pattern(kSize, 41), b = Pattern(kSize, 42);
+  proxy.HoldWriteReplyAt(kSize);
+  std::thread second([&] { EXPECT_TRUE((*f)->Pwrite(Bytes(b), kSize)); });
+  {
+    // Whatever fails below, the held reply goes and the writer is joined.
+    struct ReleaseAndJoin {
+      HoldingProxy& proxy;
+      std::thread& writer;
+      ~ReleaseAndJoin() {
+        proxy.ReleaseWriteReply();
+        writer.join();
+      }
+    } release{proxy, second};
+    // b is in the server's page cache, its reply on the way.
+    ASSERT_TRUE(proxy.WaitWriteReplyHeld());
+    server_.faults().FailNext(vfs::FaultOp::kSync, EIO);
+    ASSERT_TRUE((*f)->Pwrite(Bytes(a), 0));  // its background COMMIT fails, covering b too
+    ASSERT_TRUE(WaitUntil([&] { return (*c)->stats().commits_ahead >= 1; }));
+  }
+  auto failed = (*f)->Fsync();
+  EXPECT_FALSE(failed.has_value());
+  ASSERT_TRUE((*f)->Fsync());
+  EXPECT_TRUE((*f)->Close());
+  f->reset();  // Files before their Client
+  c->reset();
+  PowerCut();
+  std::string disk = DiskFile(server_, "inflight.bin");
+  ASSERT_EQ(disk.size(), 2 * kSize);
+  EXPECT_EQ(Diff(disk.substr(0, kSize), a), "") << "a lost";
+  EXPECT_EQ(Diff(disk.substr(kSize), b), "") << "b (in flight at the failure) lost";
+}
+
+// A FILE_SYNC WRITE (O_APPEND) whose sync fails may be the sync told of the write-back
+// error that lost the file's earlier UNSTABLE data: those are resent before the next
+// COMMIT forgets them. Before, fsync returned 0 over the lost data.
+TEST_F(KeptVerifierTest, AFailedAppendMakesEarlierUnstableDataResent) {
+  constexpr size_t kSize = 256 << 10;
+  auto c = Connect();
+  ASSERT_TRUE(c);
+  auto f = c->Open("append.bin", O_CREAT | O_RDWR | O_DIRECT, 0644);
+  ASSERT_TRUE(f.has_value());
+  std::string a = Pattern(kSize, 43);
+  ASSERT_TRUE((*f)->Pwrite(Bytes(a), 0));  // UNSTABLE, kept for a resend
+  auto g = c->Open("append.bin", O_WRONLY | O_APPEND, 0644);
+  ASSERT_TRUE(g.has_value());
+  server_.faults().FailNext(vfs::FaultOp::kSync, EIO);
+  auto appended = (*g)->Write(Bytes("tail"));
+  EXPECT_FALSE(appended.has_value());  // told to the appender
+  ASSERT_TRUE((*f)->Fsync());          // resends what the failed sync may have lost
+  EXPECT_EQ(c->stats().resent_bytes, kSize);
+  (void)(*g)->Close();
+  EXPECT_TRUE((*f)->Close());
+  g->reset();  // Files before their Client
+  f->reset();
+  c.reset();
+  PowerCut();
+  std::string disk = DiskFile(server_, "append.bin");
+  ASSERT_GE(disk.size(), kSize);
+  EXPECT_EQ(Diff(disk.substr(0, kSize), a), "") << "unstable data lost under a successful fsync";
+}
+
+// The same through an O_SYNC write: the error reaches the next fsync (wb_error), and the
+// one after it resends the data rather than forget it.
+TEST_F(KeptVerifierTest, AFailedSyncWriteMakesEarlierUnstableDataResent) {
+  constexpr size_t kSize = 256 << 10;
+  auto c = Connect();
+  ASSERT_TRUE(c);
+  auto f = c->Open("osync.bin", O_CREAT | O_RDWR | O_DIRECT, 0644);
+  ASSERT_TRUE(f.has_value());
+  std::string a = Pattern(kSize, 44), b = Pattern(4096, 45);
+  ASSERT_TRUE((*f)->Pwrite(Bytes(a), 0));
+  auto g = c->Open("osync.bin", O_WRONLY | O_SYNC, 0644);
+  ASSERT_TRUE(g.has_value());
+  server_.faults().FailNext(vfs::FaultOp::kSync, EIO);
+  EXPECT_FALSE((*g)->Pwrite(Bytes(b), kSize).has_value());
+  EXPECT_FALSE((*f)->Fsync().has_value());
+  ASSERT_TRUE((*f)->Fsync());
+  (void)(*g)->Close();
+  EXPECT_TRUE((*f)->Close());
+  g->reset();  // Files before their Client
+  f->reset();
+  c.reset();
+  PowerCut();
+  std::string disk = DiskFile(server_, "osync.bin");
+  ASSERT_GE(disk.size(), kSize);
+  EXPECT_EQ(Diff(disk.substr(0, kSize), a), "") << "unstable data lost";
 }
 
 // A sync of a file while a background COMMIT of it is out (an fsync's COMMIT, an O_APPEND

@@ -281,9 +281,15 @@ Result<void> ClientCore::SendExtents(const InodePtr& ino, std::vector<Run> runs,
     channel_->AddWriteBytes(buf->size());
     if (resend) channel_->AddResentBytes(buf->size());
     auto token = BeginCall(ino, Kind::kModify);
+    uint64_t failures_at_send;
+    {
+      std::lock_guard lock(ino->wb_mu);
+      failures_at_send = ino->sync_failures;
+    }
     channel_->Call<WRITE3res>(
         nfsproc3::WRITE, a,
-        [this, ino, token, st, offset, buf, stable, ri, on_written](Result<WRITE3res> r) {
+        [this, ino, token, st, offset, buf, stable, ri, on_written,
+         failures_at_send](Result<WRITE3res> r) {
           int err = 0;
           std::optional<Run> rest;
           if (!r) {
@@ -309,10 +315,19 @@ Result<void> ClientCore::SendExtents(const InodePtr& ino, std::vector<Run> runs,
                                  (stable == DATA_SYNC && r->resok.committed == DATA_SYNC);
             std::lock_guard lock(ino->wb_mu);
             if (!err && !stable_enough) {
-              ino->AddUnstable(offset, {buf, 0, written, r->resok.verf});
+              UnstableExtent e{buf, 0, written, r->resok.verf};
+              // Landed before a sync that failed meanwhile: it may be what that lost.
+              e.resend = ino->sync_failures != failures_at_send;
+              ino->AddUnstable(offset, std::move(e));
             } else if (!err) {
               ino->TrimUnstable(offset, offset + written);  // newer and already stable
             }
+          }
+          // A stable WRITE whose sync failed (or may have: no reply) may be the sync told
+          // of a write-back error that lost the file's earlier UNSTABLE data.
+          if (stable != UNSTABLE && (!r || r->status == NFS3ERR_IO)) {
+            std::lock_guard lock(ino->wb_mu);
+            ino->NoteSyncFailureLocked();
           }
           bool run_done = false;
           {
@@ -374,12 +389,13 @@ Result<void> ClientCore::CommitAndVerify(const InodePtr& ino) {
     auto token = BeginCall(ino, Kind::kObserve);
     auto r = channel_->CallSync<COMMIT3res>(nfsproc3::COMMIT, COMMIT3args{ino->fh(), 0, 0});
     EndCommitCall(ino, token, r);
-    if (!r) return std::unexpected(r.error());
-    if (r->status != NFS3_OK) {
+    if (!r || r->status != NFS3_OK) {
+      // Failed, or unknown (a soft timeout): it may have run and lost data on the server.
       std::lock_guard lock(ino->wb_mu);
-      for (auto& [off, e] : ino->unstable) e.resend = true;
-      return Fail(ErrnoFromNfsStat(r->status));
+      ino->NoteSyncFailureLocked();
     }
+    if (!r) return std::unexpected(r.error());
+    if (r->status != NFS3_OK) return Fail(ErrnoFromNfsStat(r->status));
     // Everything written under the COMMIT's verifier is on disk, unless an earlier
     // COMMIT covering it failed. The rest was acknowledged by a server instance that
     // is gone (or saw a write-back error): send it again. Extents never overlap, so order does not
@@ -457,8 +473,10 @@ void ClientCore::MaybeCommitAhead(const InodePtr& ino) {
             if (ino->wb_error == 0) ino->wb_error = ErrnoFromNfsStat(r->status);
             // Every extent, not only those it covered: one of those may have been split
             // since. The newer ones are resent for nothing, which is rare and harmless.
-            for (auto& [off, e] : ino->unstable) e.resend = true;
-          } else if (r) {
+            ino->NoteSyncFailureLocked();
+          } else if (!r) {
+            ino->NoteSyncFailureLocked();  // unknown (a soft timeout): it may have failed
+          } else {
             // A READ answered before an extent's WRITE and processed after it is
             // forgotten here would find nothing to overlay: it may no longer create pages.
             ino->write_seq.fetch_add(1);

@@ -126,6 +126,15 @@ class Inode {
   // A background COMMIT is out (ClientCore::MaybeCommitAhead); wb_cv tells when it
   // ends. GUARDED_BY(wb_mu).
   bool commit_ahead_in_flight = false;
+  // Syncs of the file that failed or whose outcome is unknown (a COMMIT, a stable WRITE):
+  // each may have lost every UNSTABLE write before it, so it marks all kept extents for
+  // a resend, and a WRITE sent before it and answered after is recorded marked too.
+  uint64_t sync_failures = 0;  // GUARDED_BY(wb_mu)
+  // REQUIRES: wb_mu. A sync of the file failed, or may have.
+  void NoteSyncFailureLocked() {
+    ++sync_failures;
+    for (auto& [offset, e] : unstable) e.resend = true;
+  }
   // Bytes ever recorded unstable, and that count when the last background COMMIT was
   // sent: the next goes out commit_ahead_bytes later, not at every write while extents
   // a COMMIT could not forget (another verifier) are kept. GUARDED_BY(wb_mu).

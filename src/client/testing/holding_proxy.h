@@ -15,10 +15,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -81,6 +83,31 @@ class HoldingProxy {
     std::lock_guard lock(gate_mu_);
     return read_replies_delayed_;
   }
+  // While set, the reply to the WRITE at `offset` is kept back, later replies
+  // on its connection passing it, until ReleaseWriteReply().
+  void HoldWriteReplyAt(uint64_t offset) {
+    std::lock_guard lock(gate_mu_);
+    hold_write_at_ = offset;
+  }
+  // False if no such reply came within a minute.
+  bool WaitWriteReplyHeld() {
+    std::unique_lock lock(gate_mu_);
+    return gate_cv_.wait_for(lock, std::chrono::seconds(60),
+                             [&] { return held_write_.has_value(); });
+  }
+  void ReleaseWriteReply() {
+    std::optional<std::pair<Conn*, std::vector<std::byte>>> r;
+    {
+      std::lock_guard lock(gate_mu_);
+      r = std::move(held_write_);
+      held_write_.reset();
+      hold_write_at_ = UINT64_MAX;
+    }
+    if (r) {
+      std::lock_guard send(r->first->send_mu);
+      Forward(r->first->client, r->second);
+    }
+  }
   void Release() {
     {
       std::lock_guard lock(gate_mu_);
@@ -104,6 +131,7 @@ class HoldingProxy {
     int client = -1, server = -1;
     std::mutex mu;
     std::unordered_map<uint32_t, Call> calls;  // GUARDED_BY(mu): READs and GETATTRs by xid
+    std::mutex send_mu;
     std::thread to_server, to_client;
   };
 
@@ -159,9 +187,11 @@ class HoldingProxy {
         uint32_t xid = xdr::LoadBe32(rec.data());
         if (calls) {
           NoteCall(c, xid, rec);
-        } else if (Hold(c, xid)) {
+        } else if (Hold(c, xid, rec)) {
           continue;
         }
+        std::unique_lock send(c->send_mu, std::defer_lock);
+        if (!calls) send.lock();
         if (!Forward(to, rec)) return Close(to);
       }
     }
@@ -203,7 +233,7 @@ class HoldingProxy {
       c->calls[xid] = {proc};
       return;
     }
-    if (proc != nfs3::nfsproc3::READ) return;
+    if (proc != nfs3::nfsproc3::READ && proc != nfs3::nfsproc3::WRITE) return;
     for (int auth = 0; auth < 2; ++auth) {  // credential, verifier
       uint32_t len = u32(at + 4);
       at += 8 + len + xdr::Pad4(len);
@@ -217,7 +247,7 @@ class HoldingProxy {
   }
 
   // Whether to drop the reply `xid`; waits first if it is a GETATTR's and the gate is closed.
-  bool Hold(Conn* c, uint32_t xid) {
+  bool Hold(Conn* c, uint32_t xid, std::span<const std::byte> rec) {
     Call call;
     {
       std::lock_guard lock(c->mu);
@@ -234,6 +264,13 @@ class HoldingProxy {
         gate_cv_.wait(lock, [&] { return !gate_closed_; });
       }
       return false;
+    }
+    if (call.proc == nfs3::nfsproc3::WRITE) {
+      std::lock_guard lock(gate_mu_);
+      if (call.read_offset != hold_write_at_ || held_write_) return false;
+      held_write_.emplace(c, std::vector<std::byte>(rec.begin(), rec.end()));
+      gate_cv_.notify_all();
+      return true;
     }
     {
       std::unique_lock lock(gate_mu_);
@@ -254,10 +291,12 @@ class HoldingProxy {
   std::atomic<uint64_t> held_{0};
   std::mutex gate_mu_;
   std::condition_variable gate_cv_;
-  bool gate_closed_ = false;             // GUARDED_BY(gate_mu_)
-  uint64_t getattrs_held_ = 0;           // GUARDED_BY(gate_mu_)
-  uint64_t delay_read_at_ = UINT64_MAX;  // GUARDED_BY(gate_mu_)
-  uint64_t read_replies_delayed_ = 0;    // GUARDED_BY(gate_mu_)
+  bool gate_closed_ = false;                                            // GUARDED_BY(gate_mu_)
+  uint64_t getattrs_held_ = 0;                                          // GUARDED_BY(gate_mu_)
+  uint64_t delay_read_at_ = UINT64_MAX;                                 // GUARDED_BY(gate_mu_)
+  uint64_t read_replies_delayed_ = 0;                                   // GUARDED_BY(gate_mu_)
+  uint64_t hold_write_at_ = UINT64_MAX;                                 // GUARDED_BY(gate_mu_)
+  std::optional<std::pair<Conn*, std::vector<std::byte>>> held_write_;  // GUARDED_BY(gate_mu_)
   std::mutex mu_;
   bool stop_ = false;                         // GUARDED_BY(mu_)
   std::vector<std::unique_ptr<Conn>> conns_;  // GUARDED_BY(mu_) until the accept thread ends
