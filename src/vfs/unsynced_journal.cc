@@ -127,6 +127,20 @@ void UnsyncedWriteJournal::ApplyTruncated(std::vector<Range>& ranges, uint64_t s
   for (Range& r : ranges) r.length = std::min(r.length, size - r.offset);
 }
 
+void UnsyncedWriteJournal::Apply(char kind, std::vector<Range>& ranges, uint64_t value) {
+  switch (kind) {
+    case 'S':
+      ApplySynced(ranges, value);
+      break;
+    case 'F':
+      ApplyFailed(ranges, value);
+      break;
+    case 'T':
+      ApplyTruncated(ranges, value);  // the value is the new size
+      break;
+  }
+}
+
 UnsyncedWriteJournal::Unsynced UnsyncedWriteJournal::Parse(std::string_view text) {
   Unsynced unsynced;
   while (!text.empty()) {
@@ -142,13 +156,7 @@ UnsyncedWriteJournal::Unsynced UnsyncedWriteJournal::Parse(std::string_view text
     } else if (Fields(line, f, 3) && (f[0] == "S" || f[0] == "F" || f[0] == "T") &&
                Number(f[2], &seq)) {
       if (auto it = unsynced.find(std::string(f[1])); it != unsynced.end()) {
-        if (f[0] == "S") {
-          ApplySynced(it->second, seq);
-        } else if (f[0] == "F") {
-          ApplyFailed(it->second, seq);
-        } else {
-          ApplyTruncated(it->second, seq);  // the field is the new size
-        }
+        Apply(f[0][0], it->second, seq);
         if (it->second.empty()) unsynced.erase(it);
       }
     }
@@ -219,38 +227,26 @@ uint64_t UnsyncedWriteJournal::Next() const {
   return next_seq_;
 }
 
-template <class Apply>
-void UnsyncedWriteJournal::UpdateLocked(const std::string& hex, Apply apply,
-                                        const std::string& record) {
+void UnsyncedWriteJournal::Record(std::span<const std::byte> handle, char kind, uint64_t value) {
+  std::string hex = Hex(handle);
+  std::lock_guard lock(mu_);
   auto it = unsynced_.find(hex);
   if (it == unsynced_.end()) return;
-  apply(it->second);
+  Apply(kind, it->second, value);
   if (it->second.empty()) unsynced_.erase(it);
-  AppendLocked(record);
+  AppendLocked(std::string(1, kind) + " " + hex + " " + std::to_string(value) + "\n");
 }
 
 void UnsyncedWriteJournal::Synced(std::span<const std::byte> handle, uint64_t before) {
-  std::string hex = Hex(handle);
-  std::lock_guard lock(mu_);
-  UpdateLocked(
-      hex, [before](std::vector<Range>& r) { ApplySynced(r, before); },
-      "S " + hex + " " + std::to_string(before) + "\n");
+  Record(handle, 'S', before);
 }
 
 void UnsyncedWriteJournal::WriteBackFailed(std::span<const std::byte> handle, uint64_t before) {
-  std::string hex = Hex(handle);
-  std::lock_guard lock(mu_);
-  UpdateLocked(
-      hex, [before](std::vector<Range>& r) { ApplyFailed(r, before); },
-      "F " + hex + " " + std::to_string(before) + "\n");
+  Record(handle, 'F', before);
 }
 
 void UnsyncedWriteJournal::Truncated(std::span<const std::byte> handle, uint64_t size) {
-  std::string hex = Hex(handle);
-  std::lock_guard lock(mu_);
-  UpdateLocked(
-      hex, [size](std::vector<Range>& r) { ApplyTruncated(r, size); },
-      "T " + hex + " " + std::to_string(size) + "\n");
+  Record(handle, 'T', size);
 }
 
 size_t UnsyncedWriteJournal::unsynced_ranges() const {

@@ -88,14 +88,15 @@ class UnsyncedWriteJournal {
     bool lost = false;  // by a failed sync: later syncs do not make it durable
   };
   using Unsynced = std::map<std::string, std::vector<Range>>;  // by handle bytes
-  // What a successful sync, or a failed one, begun before write `before` does to a file's
-  // ranges; shared by the live state and Parse, so a replay sees what the run saw.
+  // What a record of `kind` with `value` does to a file's ranges: 'S' a successful sync
+  // begun before write `value`, 'F' a failed one, 'T' a cut to size `value`. The live
+  // state and Parse share it, so a replay sees what the run saw.
+  static void Apply(char kind, std::vector<Range>& ranges, uint64_t value);
   static void ApplySynced(std::vector<Range>& ranges, uint64_t before);
   static void ApplyFailed(std::vector<Range>& ranges, uint64_t before);
   static void ApplyTruncated(std::vector<Range>& ranges, uint64_t size);
-  // REQUIRES: mu_. Applies `apply` to the file's ranges and appends `record`.
-  template <class Apply>
-  void UpdateLocked(const std::string& hex, Apply apply, const std::string& record);
+  // Applies a record of `kind` to the file's ranges and appends it to the journal.
+  void Record(std::span<const std::byte> handle, char kind, uint64_t value);
 
   UnsyncedWriteJournal(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
   static Unsynced Parse(std::string_view text);
