@@ -17,7 +17,9 @@
 //
 // Thread safety: a Client and its Files may be used from many threads at once.
 // Blocking calls may be made from any thread except inside an async callback.
-// Async callbacks run on the client's worker threads.
+// Async callbacks run on the client's worker threads, except those of
+// PreadAsync/PwriteAsync on an O_DIRECT file: those run on a connection's
+// reader thread, so they must be short and must not call blocking API.
 #pragma once
 
 #include <fcntl.h>
@@ -173,6 +175,12 @@ class File {
   virtual Result<void> Close() = 0;
 
   // Async forms. The buffers must stay valid until `done` runs.
+  // On an O_DIRECT file a read of at most rsize (a write of at most wsize, in
+  // the default write mode, not O_APPEND) is sent from the calling thread and
+  // completed by the reply, so one thread can keep hundreds in flight; `done`
+  // then runs on the connection's reader thread. Anything that would have to
+  // wait (dirty pages to flush first, too much uncommitted data, a larger
+  // request) goes to the client's workers instead.
   template <class T>
   using Callback = std::function<void(Result<T>)>;
   virtual void PreadAsync(std::span<std::byte> out, uint64_t offset, Callback<size_t> done) = 0;

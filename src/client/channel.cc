@@ -51,6 +51,24 @@ Channel::SentRead Channel::ReadAsync(const nfs3::nfs_fh3& fh, uint64_t offset,
   return {&conn, xid};
 }
 
+void Channel::ReadAsyncRetrying(const nfs3::nfs_fh3& fh, uint64_t offset, std::span<std::byte> dest,
+                                std::move_only_function<void(Result<nfs3::READ3res>)> done,
+                                std::chrono::milliseconds delay) {
+  ReadAsync(fh, offset, dest,
+            [this, fh, offset, dest, done = std::move(done), delay,
+             cred = ActingAs::Or(cred_)](Result<nfs3::READ3res> r) mutable {
+              if (!r || r->status != nfs3::NFS3ERR_JUKEBOX) return done(std::move(r));
+              jukebox_retries_.fetch_add(1, std::memory_order_relaxed);
+              // From the retry thread: this is a reader thread, which must not wait.
+              retries_.After(delay, [this, fh, offset, dest, done = std::move(done), delay,
+                                     cred = std::move(cred)]() mutable {
+                ActingAs as(cred);  // the reader the READ was sent for
+                ReadAsyncRetrying(fh, offset, dest, std::move(done),
+                                  std::min(delay * 2, kMaxJukeboxDelay));
+              });
+            });
+}
+
 void Channel::Shutdown() {
   for (auto& c : conns_) c->Shutdown();
   // Retries still waiting run now, against shut-down connections: each caller

@@ -63,6 +63,11 @@ class Channel {
   // again once it has. NFS3ERR_JUKEBOX goes to `done`: a resend is its caller's.
   SentRead ReadAsync(const nfs3::nfs_fh3& fh, uint64_t offset, std::span<std::byte> dest,
                      std::move_only_function<void(Result<nfs3::READ3res>)> done);
+  // ReadAsync whose NFS3ERR_JUKEBOX answers are sent again as Call's are (`done` never
+  // sees one). It cannot be cancelled.
+  void ReadAsyncRetrying(const nfs3::nfs_fh3& fh, uint64_t offset, std::span<std::byte> dest,
+                         std::move_only_function<void(Result<nfs3::READ3res>)> done,
+                         std::chrono::milliseconds delay = kFirstJukeboxDelay);
   // Fails a READ of ReadAsync still waiting for its reply with `err` (see
   // RpcClient::Cancel): its `done` has run or is running when this returns.
   static void Cancel(const SentRead& read, int err) {

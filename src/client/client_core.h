@@ -113,6 +113,22 @@ class ClientCore {
   // Flushes and commits every file with unwritten or uncommitted data.
   Result<void> SyncAll();
 
+  // ---- asynchronous O_DIRECT reads and writes (the public async API) ----
+  using IoDone = std::move_only_function<void(Result<size_t>)>;
+  // Start one READ or one UNSTABLE WRITE that holds no thread and no lock while it is
+  // in flight, and return true: `done` runs once, on a connection's reader thread (or
+  // on this one, before the return), and must not wait for another call. Return false
+  // with `done` untouched and nothing started when the I/O could not start without
+  // waiting: more than one rsize/wsize, the file's dirty pages to send first, a flush
+  // or COMMIT of the file running, uncommitted data over its bound. The caller then
+  // runs Read/Write, from a thread that may wait.
+  // A read's `out` is the caller's again once `done` has run; a write's data is copied.
+  // Neither waits for a call, so they may be started from inside a `done`.
+  bool StartReadDirect(const InodePtr& ino, uint64_t offset, std::span<std::byte> out,
+                       IoDone& done);
+  bool StartWriteDirect(const InodePtr& ino, uint64_t offset, std::span<const std::byte> data,
+                        IoDone& done);
+
   // The inode for a handle and its attributes (the inode table), from a reply
   // to a call sent at `sent_ns` (steady clock).
   InodePtr Intern(const nfs3::nfs_fh3& fh, const nfs3::fattr3& attr, int64_t sent_ns);
@@ -130,6 +146,34 @@ class ClientCore {
                      const Result<nfs3::COMMIT3res>& r);
   void EndDirCall(const InodePtr& dir, const ConsistencyTracker::Token& token,
                   const nfs3::wcc_data& wcc);
+  // EndCall for a READ: 0 for NFS3_OK, else the errno of its failure.
+  int EndReadCall(const InodePtr& ino, const ConsistencyTracker::Token& token,
+                  const Result<nfs3::READ3res>& r);
+  // What a WRITE's reply did, recorded: its range kept as an UnstableExtent (or, stable
+  // already, trimmed from those kept), a failed stable WRITE noted as a failed sync.
+  struct WriteReply {
+    int error = 0;
+    // What a short WRITE left unwritten, to send again.
+    std::optional<std::pair<uint64_t, std::shared_ptr<PooledBytes>>> rest;
+  };
+  WriteReply EndWriteCall(const InodePtr& ino, const ConsistencyTracker::Token& token,
+                          const std::pair<uint64_t, std::shared_ptr<PooledBytes>>& sent,
+                          nfs3::stable_how stable, uint64_t failures_at_send,
+                          const Result<nfs3::WRITE3res>& r);
+  // Inode::sync_failures now: a WRITE sent at this count and answered at another is kept
+  // marked for a resend.
+  static uint64_t SyncFailures(Inode& ino);
+  // flush_mu exclusively, once the file's asynchronous direct writes have ended: every
+  // flush, COMMIT, FILE_SYNC write and truncation of a file holds it (see Inode::flush_mu).
+  static std::unique_lock<std::shared_mutex> LockFlush(Inode& ino);
+  // With flush_mu held exclusively: waits for the asynchronous direct writes that
+  // started before it was taken. False if this thread was interrupted meanwhile.
+  static bool WaitForAsyncWrites(Inode& ino);
+  // An asynchronous direct WRITE (StartWriteDirect) and its `done`; `piece` is all of it,
+  // or what a short WRITE of it left.
+  struct AsyncWrite;
+  void SendAsyncWrite(const std::shared_ptr<AsyncWrite>& w,
+                      std::pair<uint64_t, std::shared_ptr<PooledBytes>> piece);
   // After EndCall marked the data stale (Inode::MarkDataStale): counts it and tells
   // on_invalidate_, outside the inode's lock.
   void InvalidateData(const InodePtr& ino);

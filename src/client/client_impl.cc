@@ -300,14 +300,28 @@ class FileImpl final : public File {
     return r;
   }
 
+  // O_DIRECT I/O of one READ or WRITE holds no thread while in flight; the rest (a cache
+  // to fill, data to flush first) runs its blocking form on a worker.
   void PreadAsync(std::span<std::byte> out, uint64_t offset, Callback<size_t> done) override {
+    if (closed_) return done(Fail(EBADF));
+    if ((flags_ & O_ACCMODE) == O_WRONLY) return done(Fail(EBADF));
+    ClientCore::IoDone io = std::move(done);
+    if ((flags_ & O_DIRECT) && core_.StartReadDirect(ino_, offset, out, io)) return;
     client_->executor().Post(
-        [this, out, offset, done = std::move(done)] { done(Pread(out, offset)); });
+        [this, out, offset, io = std::make_shared<ClientCore::IoDone>(std::move(io))] {
+          (*io)(Pread(out, offset));
+        });
   }
   void PwriteAsync(std::span<const std::byte> data, uint64_t offset,
                    Callback<size_t> done) override {
+    if (closed_) return done(Fail(EBADF));
+    if ((flags_ & O_ACCMODE) == O_RDONLY) return done(Fail(EBADF));
+    ClientCore::IoDone io = std::move(done);
+    if (DirectWriteMode() && core_.StartWriteDirect(ino_, offset, data, io)) return;
     client_->executor().Post(
-        [this, data, offset, done = std::move(done)] { done(Pwrite(data, offset)); });
+        [this, data, offset, io = std::make_shared<ClientCore::IoDone>(std::move(io))] {
+          (*io)(Pwrite(data, offset));
+        });
   }
   void FsyncAsync(Callback<void> done) override {
     client_->executor().Post([this, done = std::move(done)] { done(Fsync()); });
@@ -317,12 +331,18 @@ class FileImpl final : public File {
   uint64_t fileid() const override { return ino_->fileid(); }
 
  private:
+  client::WriteMode WriteModeOf() const {
+    if (flags_ & (O_SYNC | O_DSYNC)) return client::WriteMode::kSync;
+    if (flags_ & O_DIRECT) return client::WriteMode::kDirect;
+    return client::WriteMode::kBuffered;
+  }
+  // O_DIRECT, and neither O_APPEND nor O_SYNC, which have their own paths.
+  bool DirectWriteMode() const {
+    return !(flags_ & O_APPEND) && WriteModeOf() == client::WriteMode::kDirect;
+  }
   Result<size_t> DoWrite(std::span<const std::byte> data, uint64_t offset) {
     if ((flags_ & O_ACCMODE) == O_RDONLY) return Fail(EBADF);
-    client::WriteMode mode = client::WriteMode::kBuffered;
-    if (flags_ & O_DIRECT) mode = client::WriteMode::kDirect;
-    if (flags_ & (O_SYNC | O_DSYNC)) mode = client::WriteMode::kSync;
-    return core_.Write(ino_, offset, data, mode);
+    return core_.Write(ino_, offset, data, WriteModeOf());
   }
   Result<uint64_t> DoAppend(std::span<const std::byte> data) {
     if ((flags_ & O_ACCMODE) == O_RDONLY) return Fail(EBADF);

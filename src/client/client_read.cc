@@ -38,6 +38,20 @@ std::vector<ReadsInFlight::Range> MissingRuns(Inode& ino, ReadsInFlight::Range r
 }
 }  // namespace
 
+int ClientCore::EndReadCall(const InodePtr& ino, const ConsistencyTracker::Token& token,
+                            const Result<READ3res>& r) {
+  if (!r) {
+    EndCall(ino, token, std::nullopt, std::nullopt);
+    return r.error().code;
+  }
+  if (r->status != NFS3_OK) {
+    EndCall(ino, token, std::nullopt, r->resfail.obj_attributes);
+    return ErrnoFromNfsStat(r->status);
+  }
+  EndCall(ino, token, std::nullopt, r->resok.file_attributes);
+  return 0;
+}
+
 Result<void> ClientCore::PrepareRead(const InodePtr& ino) {
   std::unique_lock lock(ino->mu);
   // Re-check under the lock: another reader may have done the work already.
@@ -176,15 +190,8 @@ Result<void> ClientCore::Fetch(const InodePtr& ino, uint64_t offset, uint64_t le
     channel_->Call<READ3res>(
         nfsproc3::READ, READ3args{ino->fh(), c_offset, c_count},
         [this, ino, c, ticket, token, wait](Result<READ3res> r) {
-          int err = 0;
-          if (!r) {
-            err = r.error().code;
-            EndCall(ino, token, std::nullopt, std::nullopt);
-          } else if (r->status != NFS3_OK) {
-            err = ErrnoFromNfsStat(r->status);
-            EndCall(ino, token, std::nullopt, r->resfail.obj_attributes);
-          } else {
-            EndCall(ino, token, std::nullopt, r->resok.file_attributes);
+          int err = EndReadCall(ino, token, r);
+          if (!err) {
             auto data = r->resok.data.bytes;
             channel_->AddReadBytes(data.size());
             // Fill re-checks the ticket under the locks that invalidation takes:
@@ -238,15 +245,7 @@ Result<size_t> ClientCore::ReadDirect(const InodePtr& ino, uint64_t offset,
     auto token = BeginCall(ino, Kind::kObserve);
     // The data lands in the caller's buffer straight from the socket.
     auto r = channel_->ReadSync(ino->fh(), offset + done, out.subspan(done, count));
-    if (!r) {
-      EndCall(ino, token, std::nullopt, std::nullopt);
-      return std::unexpected(r.error());
-    }
-    if (r->status != NFS3_OK) {
-      EndCall(ino, token, std::nullopt, r->resfail.obj_attributes);
-      return Fail(ErrnoFromNfsStat(r->status));
-    }
-    EndCall(ino, token, std::nullopt, r->resok.file_attributes);
+    if (int err = EndReadCall(ino, token, r)) return Fail(err);
     size_t n = r->resok.data.bytes.size();
     channel_->AddReadBytes(n);
     done += n;
@@ -294,15 +293,10 @@ Result<size_t> ClientCore::ReadDirectPipelined(const InodePtr& ino, uint64_t off
           channel_->ReadAsync(ino->fh(), offset + i * rsize_, dest,
                               [this, ino, token, st, i, asked = dest.size()](Result<READ3res> r) {
                                 Chunk c;
-                                if (!r) {
-                                  c.error = r.error().code;
-                                  EndCall(ino, token, std::nullopt, std::nullopt);
-                                } else if (r->status != NFS3_OK) {
-                                  c.jukebox = r->status == NFS3ERR_JUKEBOX;
-                                  if (!c.jukebox) c.error = ErrnoFromNfsStat(r->status);
-                                  EndCall(ino, token, std::nullopt, r->resfail.obj_attributes);
-                                } else {
-                                  EndCall(ino, token, std::nullopt, r->resok.file_attributes);
+                                c.error = EndReadCall(ino, token, r);
+                                c.jukebox = r && r->status == NFS3ERR_JUKEBOX;
+                                if (c.jukebox) c.error = 0;
+                                if (!c.error && !c.jukebox) {
                                   c.bytes = r->resok.data.bytes.size();
                                   c.eof = r->resok.eof;
                                   channel_->AddReadBytes(c.bytes);

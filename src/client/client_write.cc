@@ -37,16 +37,6 @@ class AsLastWriter {
   std::optional<ActingAs> as_;
 };
 
-// REQUIRES: ino.wb_mu. The calling thread's identity becomes the file's last writer, so
-// that write-back and resends (from any thread) carry it.
-void NoteWriterLocked(Inode& ino) {
-  const rpc::Credential* who = ActingAs::Current();
-  if (!who) return;
-  if (!ino.writer || ino.writer->uid != who->uid || ino.writer->gid != who->gid ||
-      !std::ranges::equal(ino.writer->groups(), who->groups())) {
-    ino.writer = *who;
-  }
-}
 }  // namespace
 
 Result<size_t> ClientCore::Write(const InodePtr& ino, uint64_t offset,
@@ -66,7 +56,7 @@ Result<size_t> ClientCore::Write(const InodePtr& ino, uint64_t offset,
       uint64_t first = offset / kPageSize, last = (offset + data.size() - 1) / kPageSize;
       if (conflict >= 0) last = static_cast<uint64_t>(conflict);
       for (uint64_t p = first; p <= last; ++p) ino->dirty_pages.insert(p);
-      NoteWriterLocked(*ino);
+      ino->NoteWriterLocked();
     }
     if (conflict < 0) break;
     // A page holds dirty bytes the new ones do not touch: send them first.
@@ -80,7 +70,7 @@ Result<size_t> ClientCore::Write(const InodePtr& ino, uint64_t offset,
     if (auto f = Flush(ino, false); !f) return std::unexpected(f.error());
   }
   if (mode == WriteMode::kSync || options_.noac) {
-    std::lock_guard fl(ino->flush_mu);
+    auto fl = LockFlush(*ino);
     WaitForCommitAhead(*ino);
     if (auto s = SendDirty(ino, FILE_SYNC); !s) return std::unexpected(s.error());
     if (auto c = CommitAndVerify(ino); !c) return std::unexpected(c.error());
@@ -133,7 +123,7 @@ Result<void> ClientCore::Flush(const InodePtr& ino, bool commit, bool keep_error
 }
 
 Result<void> ClientCore::FlushNow(const InodePtr& ino, bool commit, bool keep_error) {
-  std::lock_guard fl(ino->flush_mu);
+  auto fl = LockFlush(*ino);
   auto sent = SendDirty(ino, UNSTABLE);
   bool over = false;
   {
@@ -281,69 +271,27 @@ Result<void> ClientCore::SendExtents(const InodePtr& ino, std::vector<Run> runs,
     channel_->AddWriteBytes(buf->size());
     if (resend) channel_->AddResentBytes(buf->size());
     auto token = BeginCall(ino, Kind::kModify);
-    uint64_t failures_at_send;
-    {
-      std::lock_guard lock(ino->wb_mu);
-      failures_at_send = ino->sync_failures;
-    }
-    channel_->Call<WRITE3res>(
-        nfsproc3::WRITE, a,
-        [this, ino, token, st, offset, buf, stable, ri, on_written,
-         failures_at_send](Result<WRITE3res> r) {
-          int err = 0;
-          std::optional<Run> rest;
-          if (!r) {
-            err = r.error().code;
-            EndCall(ino, token, std::nullopt, std::nullopt);
-          } else if (r->status != NFS3_OK) {
-            err = ErrnoFromNfsStat(r->status);
-            EndCall(ino, token, r->resfail.wcc.before, r->resfail.wcc.after);
-          } else {
-            EndCall(ino, token, r->resok.file_wcc.before, r->resok.file_wcc.after);
-            size_t written = std::min<size_t>(r->resok.count, buf->size());
-            // A short write (the server's pwrite stopped early): the rest is sent
-            // again, as Linux does; a WRITE that wrote nothing is an error.
-            if (written == 0) {
-              err = EIO;
-            } else if (written < buf->size()) {
-              rest = Run{offset + written, std::make_shared<PooledBytes>(std::span(
-                                               buf->data() + written, buf->size() - written))};
-            }
-            // The verifier of every WRITE is recorded with its range, whatever the
-            // stability asked for; only FILE_SYNC data needs no COMMIT (seed 003).
-            bool stable_enough = r->resok.committed == FILE_SYNC ||
-                                 (stable == DATA_SYNC && r->resok.committed == DATA_SYNC);
-            std::lock_guard lock(ino->wb_mu);
-            if (!err && !stable_enough) {
-              UnstableExtent e{buf, 0, written, r->resok.verf};
-              // Landed before a sync that failed meanwhile: it may be what that lost.
-              e.resend = ino->sync_failures != failures_at_send;
-              ino->AddUnstable(offset, std::move(e));
-            } else if (!err) {
-              ino->TrimUnstable(offset, offset + written);  // newer and already stable
-            }
-          }
-          // A stable WRITE whose sync failed (or may have: no reply) may be the sync told
-          // of a write-back error that lost the file's earlier UNSTABLE data.
-          if (stable != UNSTABLE && (!r || r->status == NFS3ERR_IO)) {
-            std::lock_guard lock(ino->wb_mu);
-            ino->NoteSyncFailureLocked();
-          }
-          bool run_done = false;
-          {
-            std::lock_guard lock(st->mu);
-            if (err && !st->error) st->error = err;
-            if (rest) {
-              st->rest.emplace_back(std::move(*rest), ri);
-            } else {
-              run_done = --st->parts_left[ri] == 0;
-            }
-          }
-          if (run_done && !err && on_written) on_written(ri);
-          std::lock_guard lock(st->mu);
-          --st->in_flight;
-          st->cv.notify_all();
-        });
+    uint64_t failures_at_send = SyncFailures(*ino);
+    channel_->Call<WRITE3res>(nfsproc3::WRITE, a,
+                              [this, ino, token, st, offset, buf, stable, ri, on_written,
+                               failures_at_send](Result<WRITE3res> r) {
+                                auto [err, rest] = EndWriteCall(ino, token, Run{offset, buf},
+                                                                stable, failures_at_send, r);
+                                bool run_done = false;
+                                {
+                                  std::lock_guard lock(st->mu);
+                                  if (err && !st->error) st->error = err;
+                                  if (rest) {
+                                    st->rest.emplace_back(std::move(*rest), ri);
+                                  } else {
+                                    run_done = --st->parts_left[ri] == 0;
+                                  }
+                                }
+                                if (run_done && !err && on_written) on_written(ri);
+                                std::lock_guard lock(st->mu);
+                                --st->in_flight;
+                                st->cv.notify_all();
+                              });
   };
   while (!writes.empty()) {
     for (auto& [run, run_index] : writes) {
@@ -362,6 +310,73 @@ Result<void> ClientCore::SendExtents(const InodePtr& ino, std::vector<Run> runs,
     st->rest.clear();
   }
   return {};
+}
+
+ClientCore::WriteReply ClientCore::EndWriteCall(const InodePtr& ino,
+                                                const ConsistencyTracker::Token& token,
+                                                const Run& sent, stable_how stable,
+                                                uint64_t failures_at_send,
+                                                const Result<WRITE3res>& r) {
+  const auto& [offset, buf] = sent;
+  WriteReply out;
+  if (!r) {
+    out.error = r.error().code;
+    EndCall(ino, token, std::nullopt, std::nullopt);
+  } else if (r->status != NFS3_OK) {
+    out.error = ErrnoFromNfsStat(r->status);
+    EndCall(ino, token, r->resfail.wcc.before, r->resfail.wcc.after);
+  } else {
+    EndCall(ino, token, r->resok.file_wcc.before, r->resok.file_wcc.after);
+    size_t written = std::min<size_t>(r->resok.count, buf->size());
+    // A short write (the server's pwrite stopped early): the rest is sent
+    // again, as Linux does; a WRITE that wrote nothing is an error.
+    if (written == 0) {
+      out.error = EIO;
+    } else if (written < buf->size()) {
+      out.rest = Run{offset + written, std::make_shared<PooledBytes>(std::span(
+                                           buf->data() + written, buf->size() - written))};
+    }
+    // The verifier of every WRITE is recorded with its range, whatever the
+    // stability asked for; only FILE_SYNC data needs no COMMIT (seed 003).
+    bool stable_enough =
+        r->resok.committed == FILE_SYNC || (stable == DATA_SYNC && r->resok.committed == DATA_SYNC);
+    std::lock_guard lock(ino->wb_mu);
+    if (!out.error && !stable_enough) {
+      UnstableExtent e{buf, 0, written, r->resok.verf};
+      // Landed before a sync that failed meanwhile: it may be what that lost.
+      e.resend = ino->sync_failures != failures_at_send;
+      ino->AddUnstable(offset, std::move(e));
+    } else if (!out.error) {
+      ino->TrimUnstable(offset, offset + written);  // newer and already stable
+    }
+  }
+  // A stable WRITE whose sync failed (or may have: no reply) may be the sync told
+  // of a write-back error that lost the file's earlier UNSTABLE data.
+  if (stable != UNSTABLE && (!r || r->status == NFS3ERR_IO)) {
+    std::lock_guard lock(ino->wb_mu);
+    ino->NoteSyncFailureLocked();
+  }
+  return out;
+}
+
+uint64_t ClientCore::SyncFailures(Inode& ino) {
+  std::lock_guard lock(ino.wb_mu);
+  return ino.sync_failures;
+}
+
+std::unique_lock<std::shared_mutex> ClientCore::LockFlush(Inode& ino) {
+  std::unique_lock fl(ino.flush_mu);
+  // Not interruptible: ours to the end, as the flush that follows.
+  std::unique_lock lock(ino.wb_mu);
+  if (ino.async_writes > 0) ++ino.waits_for_async_writes;
+  ino.wb_cv.wait(lock, [&] { return ino.async_writes == 0; });
+  return fl;
+}
+
+bool ClientCore::WaitForAsyncWrites(Inode& ino) {
+  std::unique_lock lock(ino.wb_mu);
+  if (ino.async_writes > 0) ++ino.waits_for_async_writes;
+  return WaitUnlessInterrupted(lock, ino.wb_cv, [&] { return ino.async_writes == 0; });
 }
 
 void ClientCore::EndCommitCall(const InodePtr& ino, const ConsistencyTracker::Token& token,
@@ -508,7 +523,7 @@ Result<size_t> ClientCore::WriteDirect(const InodePtr& ino, uint64_t offset,
   }
   if (dirty) {
     // Cached dirty data of the file goes first, so the direct write lands after it.
-    std::lock_guard fl(ino->flush_mu);
+    auto fl = LockFlush(*ino);
     if (auto s = SendDirty(ino, UNSTABLE); !s) return std::unexpected(s.error());
   }
   {
@@ -516,7 +531,7 @@ Result<size_t> ClientCore::WriteDirect(const InodePtr& ino, uint64_t offset,
     // restart, from a flush pool or another user's close): it must go out as this writer.
     // After the dirty data above, which went out as its own writer.
     std::lock_guard lock(ino->wb_mu);
-    NoteWriterLocked(*ino);
+    ino->NoteWriterLocked();
   }
   {
     std::shared_lock fl(ino->flush_mu);  // many direct writers of one file at once
@@ -535,7 +550,7 @@ Result<size_t> ClientCore::WriteDirect(const InodePtr& ino, uint64_t offset,
     over = ino->unstable_bytes > options_.uncommitted_bytes;
   }
   if (over) {
-    std::lock_guard fl(ino->flush_mu);
+    auto fl = LockFlush(*ino);
     if (auto c = CommitAndVerify(ino); !c) return std::unexpected(c.error());
   }
   return data.size();
@@ -552,7 +567,7 @@ Result<uint64_t> ClientCore::Append(const InodePtr& ino, std::span<const std::by
     if (auto r = Revalidate(ino); !r) return std::unexpected(r.error());
   }
   uint64_t offset = ino->Size();
-  std::lock_guard fl(ino->flush_mu);
+  auto fl = LockFlush(*ino);
   WaitForCommitAhead(*ino);
   ino->write_seq.fetch_add(1);
   auto buf = std::make_shared<PooledBytes>(data);
@@ -578,6 +593,7 @@ Result<void> ClientCore::Truncate(const InodePtr& ino, uint64_t size) {
     if (InterruptScope::Interrupted()) return Fail(EINTR);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  if (!WaitForAsyncWrites(*ino)) return Fail(EINTR);
   auto token = BeginCall(ino, Kind::kModify);
   SETATTR3args a;
   a.object = ino->fh();
@@ -612,7 +628,9 @@ Result<void> ClientCore::SyncAll() {
     bool busy;
     {
       std::lock_guard lock(ino->wb_mu);
-      busy = !ino->dirty_pages.empty() || !ino->unstable.empty() || ino->wb_error;
+      // An asynchronous WRITE in flight becomes unstable data when its reply comes.
+      busy = !ino->dirty_pages.empty() || !ino->unstable.empty() || ino->async_writes > 0 ||
+             ino->wb_error;
     }
     if (!busy) continue;
     auto r = Flush(ino, true);

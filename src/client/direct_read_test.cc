@@ -38,8 +38,7 @@ class DirectReadTest : public ClientTest {
   std::unique_ptr<ClientCore> Mount(uint32_t rsize, int nconnect, const HoldingProxy* proxy) {
     std::string url = server_->Url("");
     if (proxy) {
-      url = std::regex_replace(url, std::regex("nfsport=[0-9]+"),
-                               "nfsport=" + std::to_string(proxy->port()));
+      url = WithNfsPort(url, proxy->port());
     }
     url += "&nconnect=" + std::to_string(nconnect);
     ClientOptions o;
@@ -61,19 +60,13 @@ class DirectReadTest : public ClientTest {
   std::string big_;
 };
 
-uint16_t NfsPort(const std::string& url) {
-  std::smatch m;
-  if (!std::regex_search(url, m, std::regex("nfsport=([0-9]+)"))) return 0;
-  return static_cast<uint16_t>(std::stoi(m[1]));
-}
-
 bool Flag(void* arg) { return static_cast<std::atomic<bool>*>(arg)->load(); }
 
 // Eight READs of one direct read are all out before any reply: with one at a
 // time, the first reply (never sent) would keep the other seven from going.
 // The caller then gives up: EINTR, and every READ is cancelled with it.
 TEST_P(DirectReadTest, ItsReadsAreAllInFlightAtOnceAndAGivingUpCallerCancelsThem) {
-  HoldingProxy proxy(NfsPort(server_->Url("")));
+  HoldingProxy proxy(NfsPortOf(server_->Url("")));
   auto core = Mount(kPage, 1, &proxy);
   ASSERT_TRUE(core);
   auto big = core->Lookup(core->root(), "big.bin");
@@ -104,7 +97,7 @@ TEST_P(DirectReadTest, ItsReadsAreAllInFlightAtOnceAndAGivingUpCallerCancelsThem
 // The first READ's reply waits in the proxy until the other three, on their own
 // connections, have been answered: each lands in its own quarter of the buffer.
 TEST_P(DirectReadTest, RepliesOutOfOrderAcrossConnectionsLandInTheirOwnSlices) {
-  HoldingProxy proxy(NfsPort(server_->Url("")));
+  HoldingProxy proxy(NfsPortOf(server_->Url("")));
   constexpr uint32_t kRsize = 256 << 10;
   auto core = Mount(kRsize, 4, &proxy);
   ASSERT_TRUE(core);

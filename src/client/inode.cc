@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/atomic_max.h"
+#include "client/acting_as.h"
 
 namespace nfsx::client {
 
@@ -52,6 +53,15 @@ void Inode::ExpireAttr() {
 }
 
 uint64_t Inode::Size() const { return std::max(ServerSize(), write_end_.load()); }
+
+void Inode::NoteWriterLocked() {
+  const rpc::Credential* who = ActingAs::Current();
+  if (!who) return;
+  if (!writer || writer->uid != who->uid || writer->gid != who->gid ||
+      !std::ranges::equal(writer->groups(), who->groups())) {
+    writer = *who;
+  }
+}
 
 void Inode::NoteWriteEnd(uint64_t end) { RaiseTo(write_end_, end, std::memory_order_seq_cst); }
 

@@ -154,9 +154,18 @@ class Inode {
   // The identity of the last buffered write made under an ActingAs guard: write-back
   // of the file's dirty pages carries it. GUARDED_BY(wb_mu).
   std::optional<rpc::Credential> writer;
-  int writes_in_flight = 0;       // GUARDED_BY(wb_mu)
-  int wb_error = 0;               // GUARDED_BY(wb_mu): reported by the next fsync/close
-  std::condition_variable wb_cv;  // with wb_mu: commit_ahead_in_flight cleared
+  // REQUIRES: wb_mu. The calling thread's identity (ActingAs) becomes the file's last
+  // writer, so that write-back and resends (from any thread) carry it.
+  void NoteWriterLocked();
+  // O_DIRECT writes of the asynchronous API out now, and their bytes (ClientCore::
+  // StartWriteDirect). They hold no lock while in flight: whoever takes flush_mu
+  // exclusively waits on wb_cv for them to end before it sends or commits anything.
+  int async_writes = 0;                 // GUARDED_BY(wb_mu)
+  uint64_t async_write_bytes = 0;       // GUARDED_BY(wb_mu)
+  uint64_t waits_for_async_writes = 0;  // GUARDED_BY(wb_mu): times one had to wait (tests)
+  int wb_error = 0;                     // GUARDED_BY(wb_mu): reported by the next fsync/close
+  // With wb_mu: commit_ahead_in_flight cleared, async_writes lowered.
+  std::condition_variable wb_cv;
   // One flusher at a time: sends are ordered, so a resend never overtakes newer data.
   // O_DIRECT writes hold it shared: they run in parallel with each other, but never
   // while a COMMIT's verifier check (which forgets the extents it covered and resends

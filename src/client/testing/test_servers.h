@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -209,6 +210,16 @@ class ClientTest : public ::testing::TestWithParam<Peer> {
   std::unique_ptr<TestServer> server_;
   std::unique_ptr<Client> client_;
 };
+
+// The NFS port of a test server's URL, and the URL with another one (a proxy's).
+inline uint16_t NfsPortOf(const std::string& url) {
+  std::smatch m;
+  if (!std::regex_search(url, m, std::regex("nfsport=([0-9]+)"))) return 0;
+  return static_cast<uint16_t>(std::stoi(m[1]));
+}
+inline std::string WithNfsPort(const std::string& url, uint16_t port) {
+  return std::regex_replace(url, std::regex("nfsport=[0-9]+"), "nfsport=" + std::to_string(port));
+}
 
 inline std::span<const std::byte> Bytes(const std::string& s) {
   return std::as_bytes(std::span(s));
