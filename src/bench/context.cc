@@ -29,6 +29,10 @@ const std::vector<Workload>& Workloads() {
       {"append", "O_APPEND writes: one open, open/close per write, naive (seed 001)", &RunAppend},
       {"randread", "T threads of 4 KiB random reads of one cached file (seed 002)", &RunRandRead},
       {"randwrite", "T threads of 4 KiB random O_DIRECT writes of one file", &RunRandWrite},
+      {"asyncread", "one thread, D 4 KiB random O_DIRECT reads in flight (async API)",
+       &RunAsyncRead},
+      {"asyncwrite", "one thread, D 4 KiB random O_DIRECT writes in flight (async API)",
+       &RunAsyncWrite},
       {"ping", "NULL RPC round trips, 1 and many in flight, and raw loopback TCP", &RunPing},
   };
   return kAll;

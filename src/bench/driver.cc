@@ -1,5 +1,7 @@
 #include "bench/driver.h"
 
+#include <cerrno>
+
 #include "bench/nfsx_driver.h"
 #include "bench/path_driver.h"
 #ifdef NFSX_BENCH_HAVE_LIBNFS
@@ -14,6 +16,16 @@ std::optional<DriverSpec> ParseDriverSpec(const std::string& text, std::string* 
   *error = "--driver must be nfsx, libnfs or path:DIR";
   return std::nullopt;
 }
+
+Result<void> BenchFile::StartPread(std::span<std::byte> /*out*/, uint64_t /*offset*/,
+                                   uint64_t /*tag*/) {
+  return Fail(ENOTSUP);
+}
+Result<void> BenchFile::StartPwrite(std::span<const std::byte> /*data*/, uint64_t /*offset*/,
+                                    uint64_t /*tag*/) {
+  return Fail(ENOTSUP);
+}
+Result<void> BenchFile::Reap(std::vector<Completion>* /*done*/) { return Fail(ENOTSUP); }
 
 bool HaveLibnfsDriver() {
 #ifdef NFSX_BENCH_HAVE_LIBNFS

@@ -34,6 +34,19 @@ class BenchFile {
   virtual Result<void> Fsync() = 0;
   // Flushes (where the client buffers) and closes; the file is unusable afterwards.
   virtual Result<void> Close() = 0;
+
+  // Asynchronous reads and writes from one thread, as the clients offer them (nfsx's
+  // PreadAsync/PwriteAsync, libnfs's nfs_pread_async/nfs_pwrite_async): Start* queues
+  // one and returns; Reap waits for at least one of those started to end and appends
+  // every ended one to `done`. A buffer is the caller's again once its completion is
+  // reaped; all must be reaped before Close. ENOTSUP where the driver has none (path:).
+  struct Completion {
+    uint64_t tag;
+    Result<size_t> result;
+  };
+  virtual Result<void> StartPread(std::span<std::byte> out, uint64_t offset, uint64_t tag);
+  virtual Result<void> StartPwrite(std::span<const std::byte> data, uint64_t offset, uint64_t tag);
+  virtual Result<void> Reap(std::vector<Completion>* done);
 };
 
 struct OpenOptions {

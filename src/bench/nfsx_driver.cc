@@ -35,6 +35,7 @@ std::string WithQuery(const std::string& url, const std::string& kv) {
 class NfsxFile final : public BenchFile {
  public:
   explicit NfsxFile(std::unique_ptr<File> f) : f_(std::move(f)) {}
+  ~NfsxFile() override { WaitForStarted(); }
   Result<size_t> Pread(std::span<std::byte> out, uint64_t offset) override {
     return f_->Pread(out, offset);
   }
@@ -48,10 +49,54 @@ class NfsxFile final : public BenchFile {
     return st->size;
   }
   Result<void> Fsync() override { return f_->Fsync(); }
-  Result<void> Close() override { return f_->Close(); }
+  Result<void> Close() override {
+    WaitForStarted();
+    return f_->Close();
+  }
+
+  // The callbacks run on the client's threads (a connection's reader for O_DIRECT): they
+  // only queue the completion for Reap.
+  Result<void> StartPread(std::span<std::byte> out, uint64_t offset, uint64_t tag) override {
+    Started();
+    f_->PreadAsync(out, offset, [this, tag](Result<size_t> r) { Ended(tag, std::move(r)); });
+    return {};
+  }
+  Result<void> StartPwrite(std::span<const std::byte> data, uint64_t offset,
+                           uint64_t tag) override {
+    Started();
+    f_->PwriteAsync(data, offset, [this, tag](Result<size_t> r) { Ended(tag, std::move(r)); });
+    return {};
+  }
+  Result<void> Reap(std::vector<Completion>* done) override {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return !ended_.empty() || started_ == 0; });
+    if (ended_.empty()) return Fail(EINVAL);  // nothing was started
+    for (auto& c : ended_) done->push_back(std::move(c));
+    ended_.clear();
+    return {};
+  }
 
  private:
+  void Started() {
+    std::lock_guard lock(mu_);
+    ++started_;
+  }
+  void Ended(uint64_t tag, Result<size_t> r) {
+    std::lock_guard lock(mu_);
+    --started_;
+    ended_.push_back(Completion{tag, std::move(r)});
+    cv_.notify_all();
+  }
+  void WaitForStarted() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return started_ == 0; });
+  }
+
   std::unique_ptr<File> f_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t started_ = 0;           // GUARDED_BY(mu_): not ended yet
+  std::vector<Completion> ended_;  // GUARDED_BY(mu_): not reaped yet
 };
 
 rpc::Credential PingCredential() {

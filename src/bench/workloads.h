@@ -10,6 +10,8 @@ WorkloadOutcome RunThroughput(Context& ctx);  // throughput.cc
 WorkloadOutcome RunAppend(Context& ctx);      // append.cc
 WorkloadOutcome RunRandRead(Context& ctx);    // random_io.cc
 WorkloadOutcome RunRandWrite(Context& ctx);   // random_io.cc
+WorkloadOutcome RunAsyncRead(Context& ctx);   // async_io.cc
+WorkloadOutcome RunAsyncWrite(Context& ctx);  // async_io.cc
 WorkloadOutcome RunPing(Context& ctx);        // ping.cc
 
 }  // namespace nfsx::bench

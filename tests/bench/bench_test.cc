@@ -271,6 +271,26 @@ TEST_F(BenchCli, RandomDirectIoIsOneCallPerOperation) {
   }
 }
 
+// One thread, many calls in flight: each record is one call, reads are checked, and
+// what the writes left reads back right.
+TEST_F(BenchCli, AsyncIoIsOneCallPerOperationAndVerified) {
+  Json r = Run("asyncread --backend memfs --size 1m --depth 16 --seconds 0.2");
+  const auto& reads = r.Path("results.points").AsArray();
+  ASSERT_EQ(reads.size(), 1u);
+  EXPECT_EQ(reads[0].Get("depth").AsNumber(), 16);
+  EXPECT_GT(reads[0].Get("ops").AsNumber(), 16);
+  EXPECT_EQ(reads[0].Get("mismatches").AsNumber(), 0);
+  EXPECT_EQ(Calls(reads[0].Get("wire"), "READ"),
+            static_cast<uint64_t>(reads[0].Get("ops").AsNumber()));
+  Json w = Run("asyncwrite --backend memfs --size 1m --depth 16 --seconds 0.2");
+  const auto& writes = w.Path("results.points").AsArray();
+  ASSERT_EQ(writes.size(), 1u);
+  EXPECT_GT(writes[0].Get("ops").AsNumber(), 16);
+  EXPECT_EQ(Calls(writes[0].Get("wire"), "WRITE"),
+            static_cast<uint64_t>(writes[0].Get("ops").AsNumber()));
+  EXPECT_TRUE(w.Path("results.prepare.verified").AsBool());
+}
+
 TEST_F(BenchCli, PingMeasuresNullCallsAndRawTcp) {
   Json doc = Run("ping --backend memfs --ops 200 --depth 4");
   const Json& res = doc.Get("results");
@@ -300,6 +320,8 @@ TEST_F(BenchCli, LibnfsDriverCountsMatchTheServer) {
   for (const char* args :
        {"iozone --size 256k --record 4k,64k", "iozone --direct --size 64k --record 4k",
         "append --ops 20 --record 64", "randwrite --size 256k --threads 2 --seconds 0.1",
+        "asyncread --size 256k --depth 8 --seconds 0.1",
+        "asyncwrite --size 256k --depth 8 --seconds 0.1",
         "throughput --threads 2 --size 256k --record 64k"}) {
     Json doc = Run(std::string(args) + " --backend memfs --driver libnfs");
     std::vector<const Json*> phases;

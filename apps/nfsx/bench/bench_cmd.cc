@@ -45,9 +45,12 @@ Runner AddBench(CLI::App& app) {
   cmd->add_flag("--no-direct", *buffered, "Buffered I/O (default for iozone and randread)")
       ->excludes(direct_opt);
   cmd->add_option("--json", o->json_path, "Write every figure as JSON to this file");
-  cmd->add_option("--seconds", o->seconds, "Seconds per point of randread/randwrite");
+  cmd->add_option("--seconds", o->seconds,
+                  "Seconds per point of randread/randwrite/asyncread/asyncwrite");
   cmd->add_option("--ops", o->ops, "append: appends (10000); ping: round trips (20000)");
-  cmd->add_option("--depth", o->depth, "ping: calls in flight for the 'many' figure (16)");
+  cmd->add_option("--depth", o->depth,
+                  "ping: calls in flight for the 'many' figure (16); asyncread/asyncwrite: "
+                  "the one depth to run (1,4,16,64,256)");
   cmd->add_option("--backend", o->backend,
                   "The started server's backend: localfs (default as root) or memfs")
       ->check(CLI::IsMember({"localfs", "memfs"}));
