@@ -210,7 +210,8 @@ add_system nfsx+nfsx "nfsx server, nfsx client library (the subject)" nfsx "$URL
 # the nfsx client shares one Client (nconnect=1 by default) between threads. The threaded
 # cases run a second time with nconnect set to the case's thread count, so that both
 # clients are also compared with as many connections (@NCONNECT@ is replaced per case).
-add_system nfsx+nfsx-nc \
+# (Not in --randread: it runs none of those cases.)
+[[ $MODE != randread ]] && add_system nfsx+nfsx-nc \
 	"nfsx server, nfsx client library with nconnect = the case's thread count (as libnfs's connection per thread)" \
 	nfsx "$URL_NFSX&nconnect=@NCONNECT@" "throughput randread-direct randwrite"
 [[ -n $URL_GANESHA ]] && add_system ganesha+nfsx \

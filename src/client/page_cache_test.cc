@@ -51,6 +51,38 @@ TEST(PageCacheTest, AReadSentBeforeALocalWriteCreatesNoPages) {
   EXPECT_EQ(out[10], std::byte{9}) << "the READ's bytes replaced newer written ones";
 }
 
+// Page bytes are copied word by word (atomics for the lock-free readers), with
+// the partial words at either end merged: every start and length within a few
+// words, against a plain copy.
+TEST(PageCacheTest, WritesAndReadsOfAnyAlignmentAndLengthKeepEveryByte) {
+  CacheBudget budget(1 << 20);
+  std::array<std::byte, kPageSize> base;
+  for (size_t i = 0; i < kPageSize; ++i) base[i] = std::byte(i * 7 + 3);
+  std::array<std::byte, 40> data;
+  for (size_t i = 0; i < data.size(); ++i) data[i] = std::byte(0xA0 + i);
+  for (size_t at = 0; at < 24; ++at) {
+    for (size_t n = 1; n <= 32; ++n) {
+      PageSet pages(&budget);
+      pages.Fill(0, base, kPageSize, {pages.generation()});
+      uint64_t dirty;
+      ASSERT_EQ(pages.Write(at, std::span(data).first(n), &dirty), -1);
+      auto want = base;
+      std::copy_n(data.begin(), n, want.begin() + at);
+      for (size_t from = 0; from < 24; ++from) {
+        for (size_t len : {size_t{1}, size_t{5}, size_t{8}, size_t{13}, size_t{16}, size_t{29}}) {
+          std::array<std::byte, 29> out;
+          ASSERT_TRUE(pages.ReadCached(from, std::span(out).first(len)));
+          ASSERT_TRUE(std::equal(out.begin(), out.begin() + len, want.begin() + from))
+              << "write at " << at << " of " << n << ", read at " << from << " of " << len;
+        }
+      }
+      std::array<std::byte, kPageSize> whole;
+      ASSERT_TRUE(pages.ReadCached(0, whole));
+      ASSERT_EQ(whole, want) << "write at " << at << " of " << n;
+    }
+  }
+}
+
 // Reclamation: readers copy from pages found without a lock while another thread
 // drops them and the pool hands them to another file. A reader must get this
 // file's bytes or a miss, never another file's page (ASan and TSan check the
