@@ -1,8 +1,8 @@
 // Exact wcc_data while other calls look at the file (seed 000 through the server):
-// a GETATTR, READ, LOOKUP or READDIRPLUS that runs beside a WRITE must neither
-// break the chain of the WRITEs' (pre, post) intervals nor show a state that no
-// WRITE's post-op attributes showed. And times shown never go backwards, even
-// when the file's server-side state is evicted between two looks.
+// a GETATTR, READ, ACCESS, FSSTAT, LOOKUP or READDIRPLUS that runs beside WRITEs
+// and SETATTRs must neither break the chain of their (pre, post) intervals nor
+// show a state that no modification's post-op attributes showed. And times shown never go
+// backwards, even when the file's server-side state is evicted between two looks.
 #include <algorithm>
 #include <atomic>
 #include <map>
@@ -40,8 +40,8 @@ class WccConcurrencyTest : public ServerTest {
 TEST_P(WccConcurrencyTest, WritersAndPollersChainExactly) {
   nfs_fh3 fh = MustCreate("hot");
   const wcc_attr start = Wcc(AttrOf(fh));
-  constexpr int kWriters = 2, kWritesEach = 10000, kBlock = 512;
-  std::atomic<int> writers_left{kWriters};
+  constexpr int kWriters = 2, kWritesEach = 10000, kBlock = 512, kSetattrs = 2000;
+  std::atomic<int> writers_left{kWriters + 1};
   std::mutex mu;
   std::vector<Interval> intervals;
   std::vector<std::pair<const char*, wcc_attr>> seen;  // what the pollers were shown
@@ -71,6 +71,25 @@ TEST_P(WccConcurrencyTest, WritersAndPollersChainExactly) {
       intervals.insert(intervals.end(), mine.begin(), mine.end());
     });
   }
+  // A chmod among the WRITEs: another modification in the same chain.
+  threads.emplace_back([&] {
+    auto c = harness_->Connect(harness_->server().nfs_port());
+    std::vector<Interval> mine;
+    for (int i = 0; i < kSetattrs; ++i) {
+      SETATTR3args a;
+      a.object = fh;
+      a.new_attributes.mode = i % 2 ? 0600 : 0644;
+      auto r = CallOn<SETATTR3res>(*c, nfsproc3::SETATTR, a);
+      if (!r || !r->resok.obj_wcc.before || !r->resok.obj_wcc.after) {
+        failures.fetch_add(1);
+        break;
+      }
+      mine.push_back({*r->resok.obj_wcc.before, Wcc(*r->resok.obj_wcc.after)});
+    }
+    writers_left.fetch_sub(1);
+    std::lock_guard lock(mu);
+    intervals.insert(intervals.end(), mine.begin(), mine.end());
+  });
   auto poll = [&](const char* what, auto&& once) {
     threads.emplace_back([&, what, once] {
       auto c = harness_->Connect(harness_->server().nfs_port());
@@ -95,6 +114,14 @@ TEST_P(WccConcurrencyTest, WritersAndPollersChainExactly) {
     auto r = CallOn<READ3res>(c, nfsproc3::READ, READ3args{fh, 0, 4096});
     return r ? r->resok.file_attributes : std::nullopt;
   });
+  poll("ACCESS", [&](rpc::RpcClient& c) -> std::optional<fattr3> {
+    auto r = CallOn<ACCESS3res>(c, nfsproc3::ACCESS, ACCESS3args{fh, 0x3f});
+    return r ? r->resok.obj_attributes : std::nullopt;
+  });
+  poll("FSSTAT", [&](rpc::RpcClient& c) -> std::optional<fattr3> {
+    auto r = CallOn<FSSTAT3res>(c, nfsproc3::FSSTAT, FSSTAT3args{fh});
+    return r ? r->resok.obj_attributes : std::nullopt;
+  });
   poll("LOOKUP", [&](rpc::RpcClient& c) -> std::optional<fattr3> {
     auto r = CallOn<LOOKUP3res>(c, nfsproc3::LOOKUP, LOOKUP3args{{root_, {"hot"}}});
     return r ? r->resok.obj_attributes : std::nullopt;
@@ -110,7 +137,7 @@ TEST_P(WccConcurrencyTest, WritersAndPollersChainExactly) {
   });
   for (auto& t : threads) t.join();
   ASSERT_EQ(failures.load(), 0);
-  ASSERT_EQ(intervals.size(), static_cast<size_t>(kWriters * kWritesEach));
+  ASSERT_EQ(intervals.size(), static_cast<size_t>(kWriters * kWritesEach + kSetattrs));
 
   // One unbroken chain from the start, in the order the server ran the WRITEs.
   std::sort(intervals.begin(), intervals.end(),
@@ -121,7 +148,8 @@ TEST_P(WccConcurrencyTest, WritersAndPollersChainExactly) {
     if (intervals[i].pre != intervals[i - 1].post) ++breaks;
     EXPECT_GT(intervals[i].post.ctime, intervals[i].pre.ctime);
   }
-  EXPECT_EQ(breaks, 0) << "WRITEs whose pre-op state was not the previous WRITE's post-op state";
+  EXPECT_EQ(breaks, 0)
+      << "modifications whose pre-op state was not the previous one's post-op state";
 
   // Every state a poller saw is one the chain went through.
   std::set<wcc_attr, StateOrder> states{start};
