@@ -41,7 +41,7 @@ TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
 # process with an error, which the scripts see as a failed mount or a lost file.
 TSAN_OPTIONS="halt_on_error=1 exitcode=66" NFSX_FSX_OPS=10000 \
   ctest --test-dir build-tsan --output-on-failure -j "$JOBS" --timeout 900 \
-  -R '^fuse_(posix|fsx|two_mounts|umount_dirty|hardlink|pollers)_nfsx$|^crash_loop_kill$'
+  -R '^fuse_(posix|fsx|two_mounts|umount_dirty|hardlink|pollers|teardown_busy)_nfsx$|^crash_loop_kill$'
 
 stage "fuzzing"
 fuzz/run.sh "${NFSX_FUZZ_SECONDS:-20}"
