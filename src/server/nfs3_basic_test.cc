@@ -143,6 +143,36 @@ TEST_P(Nfs3Test, SetgidOnlyForMembersOfTheFilesGroup) {
   EXPECT_EQ(AttrOf(outsider).mode & 07777, 02755u) << "root may";
 }
 
+// mkdir(2) on Linux keeps only the permission and sticky bits it is given
+// (vfs_prepare_mode), for root too; a new directory is setgid only by inheriting
+// it from a setgid parent. knfsd's MKDIR goes through the same call.
+TEST_P(Nfs3Test, MkdirKeepsNoSetIdBitsItWasAskedFor) {
+  auto mkdir = [&](const nfs_fh3& in, const std::string& name, uint32_t mode) {
+    MKDIR3args md;
+    md.where = {in, {name}};
+    md.attributes.mode = mode;
+    auto made = Call<MKDIR3res>(nfsproc3::MKDIR, md);
+    EXPECT_EQ(made.status, NFS3_OK) << name;
+    return made.resok.obj ? *made.resok.obj : nfs_fh3{};
+  };
+  AsUser(0, 0);
+  nfs_fh3 open_dir = mkdir(root_, "open", 0777);
+  SETATTR3args wide;
+  wide.object = open_dir;
+  wide.new_attributes.mode = 0777;  // whatever the umask-free backend made of it
+  ASSERT_EQ(Call<SETATTR3res>(nfsproc3::SETATTR, wide).status, NFS3_OK);
+  EXPECT_EQ(AttrOf(mkdir(open_dir, "by-root", 07755)).mode & 07777, 01755u);
+  AsUser(1000, 1000);
+  EXPECT_EQ(AttrOf(mkdir(open_dir, "by-user", 06755)).mode & 07777, 0755u)
+      << "a user made a setuid/setgid directory";
+  AsUser(0, 0);
+  wide.new_attributes.mode = 02777;
+  ASSERT_EQ(Call<SETATTR3res>(nfsproc3::SETATTR, wide).status, NFS3_OK);
+  AsUser(1000, 1000);
+  EXPECT_EQ(AttrOf(mkdir(open_dir, "inherits", 04755)).mode & 07777, 02755u)
+      << "setgid is inherited from the parent, setuid never given";
+}
+
 TEST_P(Nfs3Test, ReadAndWriteRefuseDirectories) {
   EXPECT_EQ(Call<READ3res>(nfsproc3::READ, READ3args{root_, 0, 10}).status, NFS3ERR_ISDIR);
   EXPECT_EQ(WriteTo(root_, 0, "x").status, NFS3ERR_ISDIR);

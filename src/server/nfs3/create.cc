@@ -129,8 +129,10 @@ MKDIR3res Mkdir(Core& core, const MKDIR3args& args, const Ctx& ctx) {
   DirOp op(core, args.where.dir, args.where.name.value, ctx);
   if (op.status() != NFS3_OK) return Refuse(op);
   vfs::SetAttr attrs = FromSattr3(args.attributes);
-  uint32_t mode = attrs.mode.value_or(0755) & 07777;
-  if (op.dir_attr().mode & 02000) mode |= 02000;  // a setgid directory's subdirectories inherit it
+  // As mkdir(2): the permission and sticky bits only (vfs_prepare_mode), for root too;
+  // setgid comes from a setgid parent alone.
+  uint32_t mode = attrs.mode.value_or(0755) & 01777;
+  if (op.dir_attr().mode & 02000) mode |= 02000;
   auto node = op.fs().Mkdir(op.dir().node(), args.where.name.value, mode, op.NewOwner());
   return Finish(op, std::move(node), attrs, true);
 }
