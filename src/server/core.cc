@@ -31,9 +31,29 @@ Result<void> Core::AddExport(const Export& config, std::unique_ptr<vfs::Filesyst
   rt->root = Intern(*rt, rt->fs->Root());
   if (!rt->root) return Fail(EOVERFLOW);
   rt->names_clients = config.HasNameRules();
+  ResolveHostRules(*rt);
   has_name_rules_ = has_name_rules_ || rt->names_clients;
   exports_.push_back(std::move(rt));
   return {};
+}
+
+// As exportfs does when it exports: a rule naming one host is looked up once, so an
+// abbreviated name (`build`, completed by the resolver's search domains) admits
+// that host although its verified name is `build.lab.example`. Blocking DNS, but
+// only while the server is set up, never on a call's path.
+void Core::ResolveHostRules(ExportRuntime& rt) {
+  const auto& rules = rt.config->clients;
+  rt.resolved_rules.assign(rules.size(), {});
+  NameResolver resolver = options_.resolver.forward ? options_.resolver : SystemResolver();
+  for (size_t i = 0; i < rules.size(); ++i) {
+    if (rules[i].kind != ClientRule::Kind::kHost || rules[i].hostname.empty()) continue;
+    ForwardAnswer a = resolver.forward(rules[i].hostname);
+    if (a.failed || a.addresses.empty()) {
+      log::Warn("exports: {} does not resolve: it admits only a client whose verified name is {}",
+                rules[i].hostname, rules[i].hostname);
+    }
+    rt.resolved_rules[i] = std::move(a.addresses);
+  }
 }
 
 ExportRuntime* Core::FindExport(uint16_t id) {
@@ -58,7 +78,7 @@ std::expected<Caller, nfsstat3> Core::CallerFor(ExportRuntime& exp, const rpc::C
   const ExportOptions* opts = nullptr;
   if (exp.config) {
     std::string name = exp.names_clients ? client_names_.NameOf(addr) : std::string();
-    opts = table_->Match(*exp.config, addr, name);
+    opts = table_->Match(*exp.config, addr, name, &exp.resolved_rules);
   }
   if (!opts) return std::unexpected(NFS3ERR_ACCES);
   if (opts->secure && ctx.peer.port >= 1024) {

@@ -122,6 +122,8 @@ class Core {
   }
 
  private:
+  void ResolveHostRules(ExportRuntime& rt);
+
   CoreOptions options_;
   const ExportTable* table_;
   HandleCodec codec_;

@@ -656,7 +656,8 @@ const Export* ExportTable::FindById(uint16_t id) const {
 }
 
 const ExportOptions* ExportTable::Match(const Export& e, const sockaddr* addr,
-                                        std::string_view hostname) const {
+                                        std::string_view hostname,
+                                        const ResolvedRules* resolved) const {
   if (addr == nullptr) return nullptr;
   std::optional<std::array<uint8_t, 16>> client = ClientAddress(addr);
   std::string name;
@@ -664,7 +665,8 @@ const ExportOptions* ExportTable::Match(const Export& e, const sockaddr* addr,
   if (name.size() > 1 && name.back() == '.') name.pop_back();
 
   const ClientRule* best = nullptr;
-  for (const ClientRule& rule : e.clients) {
+  for (size_t i = 0; i < e.clients.size(); ++i) {
+    const ClientRule& rule = e.clients[i];
     if (best != nullptr && best->kind <= rule.kind) continue;
     bool matches = false;
     switch (rule.kind) {
@@ -675,6 +677,9 @@ const ExportOptions* ExportTable::Match(const Export& e, const sockaddr* addr,
       case ClientRule::Kind::kNetwork:
         if (!rule.hostname.empty()) {
           matches = !name.empty() && name == rule.hostname;
+          if (!matches && client && resolved && i < resolved->size()) {
+            matches = std::ranges::find((*resolved)[i], *client) != (*resolved)[i].end();
+          }
         } else {
           matches = client && PrefixMatches(rule.addr, rule.prefix_len, *client);
         }

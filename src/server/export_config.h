@@ -142,12 +142,15 @@ class ExportTable {
   // The options that `e` grants the client at `addr` (an AF_INET or AF_INET6 address;
   // IPv4-mapped IPv6 addresses count as IPv4), or nullptr if `e` does not admit it. Among
   // the rules that match, the one of the most specific kind wins (see ClientRule::Kind),
-  // then the first written. Hostname rules match only when `hostname`, the client's
-  // already resolved and verified name, is given; the table does no DNS. Address rules
-  // never match other address families. A null `addr` matches nothing. The result points
-  // into `e`.
-  const ExportOptions* Match(const Export& e, const sockaddr* addr,
-                             std::string_view hostname = {}) const;
+  // then the first written. Hostname rules match when `hostname`, the client's already
+  // resolved and verified name, is given and matches; a rule naming one host also
+  // matches a client at one of the addresses that name resolved to when the export
+  // was set up (`resolved`, by rule index: how exportfs matches an abbreviated name
+  // such as `build`). The table does no DNS. Address rules never match other address
+  // families. A null `addr` matches nothing. The result points into `e`.
+  using ResolvedRules = std::vector<std::vector<std::array<uint8_t, 16>>>;
+  const ExportOptions* Match(const Export& e, const sockaddr* addr, std::string_view hostname = {},
+                             const ResolvedRules* resolved = nullptr) const;
 
  private:
   std::vector<Export> exports_;

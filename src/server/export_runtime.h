@@ -1,7 +1,9 @@
 // An export while the server runs: its configuration and its open filesystem.
 #pragma once
 
+#include <array>
 #include <memory>
+#include <vector>
 
 #include "server/file_state.h"
 #include "vfs/vfs.h"
@@ -17,6 +19,9 @@ struct ExportRuntime {
   FileStatePtr root;  // pinned: never evicted
   // Some client rule names hosts, so matching a caller needs its name.
   bool names_clients = false;
+  // By rule index: the addresses a rule naming one host resolved to at AddExport
+  // (ExportTable::Match).
+  std::vector<std::vector<std::array<uint8_t, 16>>> resolved_rules;
 };
 
 }  // namespace nfsx::server

@@ -157,6 +157,30 @@ TEST_P(ExportRulesTest, ANameThatDoesNotResolveBackIsNotTrusted) {
   EXPECT_EQ(CreateIn(root_, "x").status, NFS3ERR_ROFS);
 }
 
+// exports(5): a host may be given "by an abbreviated name recognized by the
+// resolver". `build` is build.lab.example to the resolver's search domains, and
+// that is the client's verified name: as exportfs does, the rule's name is looked
+// up when the export is set up and admits the address it names. A name that
+// resolves elsewhere admits nobody new.
+TEST_P(ExportRulesTest, AnAbbreviatedHostNameAdmitsTheHostItResolvesTo) {
+  auto resolver = [](std::string other) {
+    NameResolver r = FakeResolver("build.lab.example");
+    NameResolver full = r;
+    r.forward = [full, other](const std::string& n) {
+      if (n == "build") return full.forward("build.lab.example");
+      if (n == other) return FakeResolver("elsewhere", "192.0.2.9").forward("elsewhere");
+      return full.forward(n);
+    };
+    return r;
+  };
+  tune_ = [&](ServerOptions& o) { o.core.resolver = resolver("other"); };
+  StartServer("$DIR build(rw,insecure,no_root_squash) *(ro,insecure)");
+  EXPECT_EQ(CreateIn(root_, "x").status, NFS3_OK);
+  tune_ = [&](ServerOptions& o) { o.core.resolver = resolver("other"); };
+  StartServer("$DIR other(rw,insecure,no_root_squash) *(ro,insecure)");
+  EXPECT_EQ(CreateIn(root_, "y").status, NFS3ERR_ROFS);
+}
+
 TEST_P(ExportRulesTest, AnAddressRuleBeatsAMatchingName) {
   tune_ = [](ServerOptions& o) { o.core.resolver = FakeResolver("pc1.lab.example"); };
   StartServer("$DIR *.lab.example(rw,insecure) 127.0.0.1(ro,insecure,no_root_squash)");
