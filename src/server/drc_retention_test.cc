@@ -92,18 +92,34 @@ TEST_P(DrcRetentionTest, NamespaceRepliesOutliveAHundredThousandWrites) {
   MKDIR3args mkdir;
   mkdir.where = {root_, {"dir"}};
   mkdir.attributes.mode = 0755;
-  // Each of these, run a second time, answers an error: NOENT, NOENT, EXIST, EXIST.
+  CREATE3args exclusive;
+  exclusive.where = {root_, {"excl"}};
+  exclusive.how.mode = EXCLUSIVE;
+  exclusive.how.verf = {std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4},
+                        std::byte{5}, std::byte{6}, std::byte{7}, std::byte{8}};
+  // Each of these, run a second time, answers an error: NOENT, NOENT, EXIST, EXIST, and
+  // EXIST for the EXCLUSIVE CREATE once the client's SETATTR replaced the verifier
+  // the server kept in the file's times.
   std::vector<std::vector<std::byte>> calls = {
       Encode(0x5eed0001, nfsproc3::RENAME, RENAME3args{{root_, {"old"}}, {root_, {"new"}}}),
       Encode(0x5eed0002, nfsproc3::REMOVE, REMOVE3args{{root_, {"victim"}}}),
       Encode(0x5eed0003, nfsproc3::CREATE, guarded),
       Encode(0x5eed0004, nfsproc3::MKDIR, mkdir),
+      Encode(0x5eed0005, nfsproc3::CREATE, exclusive),
   };
   std::vector<std::vector<std::byte>> first;
   for (const auto& c : calls) {
     first.push_back(OnNewConnection(c));
     ASSERT_EQ(StatusOf(first.back()), NFS3_OK);
   }
+  // What a client does after an EXCLUSIVE CREATE: set the times the verifier held.
+  auto made = LookupIn(root_, "excl");
+  ASSERT_EQ(made.status, NFS3_OK);
+  SETATTR3args times;
+  times.object = made.resok.object;
+  times.new_attributes.atime.set_it = SET_TO_SERVER_TIME;
+  times.new_attributes.mtime.set_it = SET_TO_SERVER_TIME;
+  ASSERT_EQ(Call<SETATTR3res>(nfsproc3::SETATTR, times).status, NFS3_OK);
 
   constexpr size_t kEach = 50'000;
   size_t ours = 0, theirs = 0;
