@@ -311,6 +311,34 @@ TEST(BadServerTest, HardCallsOutlastAStalledServerAndSayOnceWhenItIsBack) {
   EXPECT_EQ(c->counters().responding_again.load(), 1u);
 }
 
+// nconnect: the connections to one server say "not responding" once between them
+// when they stop getting answers, and "OK" once when they are all answered again
+// (each used to say both).
+TEST(BadServerTest, ConnectionsToOneServerSayNotRespondingAndOkOnce) {
+  std::atomic<bool> answering{false};
+  // FakeServer serves one connection: one each, standing for one server.
+  FakeServer s(StalledUntil(answering)), t(StalledUntil(answering));
+  rpc::RpcClientOptions o;
+  o.timeout = std::chrono::milliseconds(10);
+  o.max_timeout = std::chrono::milliseconds(20);
+  o.max_retransmits = 2;
+  o.hard = true;
+  o.silence = std::make_shared<rpc::ServerSilence>();
+  auto a = Connect(s.port(), o);
+  auto b = Connect(t.port(), o);
+  auto call_a = std::async(std::launch::async, [&] { return Getattr(*a); });
+  auto call_b = std::async(std::launch::async, [&] { return Getattr(*b); });
+  ASSERT_TRUE(WaitFor([&] {
+    return a->counters().not_responding.load() >= 1 && b->counters().not_responding.load() >= 1;
+  }));
+  EXPECT_EQ(o.silence->said_not_responding.load(), 1u) << "said once per connection";
+  answering = true;
+  ASSERT_TRUE(call_a.get().has_value());
+  ASSERT_TRUE(call_b.get().has_value());
+  EXPECT_EQ(o.silence->said_ok.load(), 1u);
+  EXPECT_EQ(o.silence->silent.load(), 0);
+}
+
 // The connection breaks while a CallSync is receiving its own reply (the first
 // call on an idle connection does), with a Call() in flight beside it and no
 // reconnecting: both fail, and the Call()'s callback runs on the reader thread,

@@ -8,6 +8,7 @@ Result<std::unique_ptr<Channel>> Channel::Open(const std::string& host, uint16_t
                                                rpc::RpcClientOptions options,
                                                rpc::Credential cred) {
   std::vector<std::unique_ptr<rpc::RpcClient>> conns;
+  if (!options.silence) options.silence = std::make_shared<rpc::ServerSilence>();  // one server
   for (int i = 0; i < std::max(1, nconnect); ++i) {
     auto c = rpc::RpcClient::Connect(host, port, options);
     if (!c) return std::unexpected(c.error());

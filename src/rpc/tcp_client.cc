@@ -46,11 +46,21 @@ bool BindReservedPort(int fd, int family) {
 
 }  // namespace
 
+namespace {
+
+// A connection not told which server's it is is one of its own.
+RpcClientOptions WithSilence(RpcClientOptions o) {
+  if (!o.silence) o.silence = std::make_shared<ServerSilence>();
+  return o;
+}
+
+}  // namespace
+
 RpcClient::RpcClient(std::string host, uint16_t port, RpcClientOptions options)
     : host_(std::move(host)),
       port_(port),
-      options_(options),
-      records_(options.max_record),
+      options_(WithSilence(std::move(options))),
+      records_(options_.max_record),
       hard_(options.hard),
       timeout_error_(options.timeout_error) {
   std::random_device rd;
@@ -72,6 +82,8 @@ Result<std::unique_ptr<RpcClient>> RpcClient::Connect(const std::string& host, u
 
 RpcClient::~RpcClient() {
   Shutdown();
+  std::lock_guard lock(mu_);
+  if (not_responding_) options_.silence->silent.fetch_sub(1);  // the others may still say OK
   ::close(wake_fd_);
   ::close(caller_wake_fd_);
 }
@@ -110,6 +122,24 @@ void RpcClient::Shutdown() {
 // A connect(2) to a host that does not answer waits for the kernel's SYN retries
 // (over two minutes); meanwhile no timeout of a soft call would be noticed. So it
 // waits at most one timeout, and never more than Linux's 60 s (XS_TCP_CONN_TO).
+void RpcClient::SetSilent(bool silent) {
+  ServerSilence& s = *options_.silence;
+  not_responding_ = silent;
+  if (silent) {
+    counters_.not_responding.fetch_add(1);
+    if (s.silent.fetch_add(1) == 0) {
+      s.said_not_responding.fetch_add(1);
+      log::Warn("nfsx: server {}:{} not responding, still trying", host_, port_);
+    }
+  } else {
+    counters_.responding_again.fetch_add(1);
+    if (s.silent.fetch_sub(1) == 1) {
+      s.said_ok.fetch_add(1);
+      log::Warn("nfsx: server {}:{} OK", host_, port_);
+    }
+  }
+}
+
 Result<void> RpcClient::ConnectWithin(int fd, const sockaddr* addr, socklen_t len) const {
   if (::connect(fd, addr, len) == 0) return {};
   if (errno != EINPROGRESS) return FailErrno();
@@ -373,11 +403,7 @@ void RpcClient::CheckTimeouts() {
           it = pending_.erase(it);
           continue;
         }
-        if (!not_responding_) {
-          not_responding_ = true;
-          counters_.not_responding.fetch_add(1);
-          log::Warn("nfsx: server {}:{} not responding, still trying", host_, port_);
-        }
+        if (!not_responding_) SetSilent(true);
         p.retransmits = -1;  // the next round starts again at `timeout`, as Linux's
         wait = options_.timeout;
       }

@@ -41,6 +41,15 @@
 
 namespace nfsx::rpc {
 
+// The connections to one server (a client's nconnect connections): "not responding"
+// is said when the first of them stops getting answers and "OK" when the last gets
+// them again, once each per episode, as Linux says it per server.
+struct ServerSilence {
+  std::atomic<int> silent{0};  // connections in a major timeout
+  std::atomic<uint64_t> said_not_responding{0};
+  std::atomic<uint64_t> said_ok{0};
+};
+
 struct RpcClientOptions {
   // Before the first retransmission. Each later one waits one `timeout` longer
   // (linear, as Linux over TCP), up to `max_timeout`.
@@ -56,6 +65,8 @@ struct RpcClientOptions {
   bool reconnect = true;
   size_t max_record = 8u << 20;
   bool privileged_port = false;  // bind a source port < 1024 (needs root)
+  // Shared by the connections to one server; null: this connection's own.
+  std::shared_ptr<ServerSilence> silence;
 };
 
 // Where the bulk data of a call's reply (a READ's bytes) is to land: the
@@ -248,6 +259,8 @@ class RpcClient {
   int timeout_error_;      // GUARDED_BY(mu_)
   // A hard call reached a major timeout and no reply has come since.
   bool not_responding_ = false;  // GUARDED_BY(mu_)
+  // Its connection left or joined the silent ones (under mu_ with not_responding_).
+  void SetSilent(bool silent);
   // Between failed reconnection attempts; doubles up to 5 s, reset on success.
   std::chrono::milliseconds reconnect_backoff_{100};
   int wake_fd_ = -1;         // wakes the reader thread

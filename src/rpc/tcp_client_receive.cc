@@ -59,11 +59,7 @@ bool RpcClient::HandleRecord(std::span<std::byte> record, std::optional<size_t> 
     it_was_sync = it->second.any_thread;
     inline_cb = reader_thread || it_was_sync;
     pending_.erase(it);
-    if (not_responding_) {
-      not_responding_ = false;
-      counters_.responding_again.fetch_add(1);
-      log::Warn("nfsx: server {}:{} OK", host_, port_);
-    }
+    if (not_responding_) SetSilent(false);
     // The last awaited reply, a CallSync's: the socket is free before its caller
     // wakes, so that caller's next call receives its own reply. After a Call()'s
     // the reader thread keeps the socket: streams of Call()s never hand it back
