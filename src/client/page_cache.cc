@@ -422,12 +422,20 @@ void PageSet::InvalidateClean() {
 }
 
 void PageSet::DropRange(uint64_t offset, uint64_t end) {
-  if (end <= offset || !index()) return;
+  if (end <= offset) return;
+  // The range changed on the server (a direct write, an append): a READ sent before
+  // may not put the old bytes back, not even into a page a later write made again.
+  NewGeneration();  // before the stripe locks: see Fill
+  if (!index()) return;
   for (uint64_t index = offset / kPageSize; index <= (end - 1) / kPageSize; ++index) {
     std::lock_guard stripe(StripeOf(index));
     Page* p = LockExclusive(index, false);
     if (!p) continue;
     if (p->dirty()) {
+      // Its dirty bytes are newer than the change (written after it was sent: the
+      // change flushed what was dirty before); the rest may predate it.
+      p->valid_begin.store(p->dirty_begin, std::memory_order_release);
+      p->valid_end.store(p->dirty_end, std::memory_order_release);
       EndChange(*p);
     } else {
       Unlink(index, p);
@@ -437,6 +445,9 @@ void PageSet::DropRange(uint64_t offset, uint64_t end) {
 
 void PageSet::Truncate(uint64_t size) {
   uint64_t keep = (size + kPageSize - 1) / kPageSize;  // pages [0, keep) survive
+  // A READ sent before may not bring back the bytes cut off, not even into a page
+  // a later write past the new end made again (fsx found it under load).
+  NewGeneration();  // before the stripe locks: see Fill
   Index* ix = index();
   if (!ix) return;
   LockAll(*ix);

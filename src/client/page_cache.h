@@ -148,12 +148,13 @@ class PageSet {
   // Returns the bytes that stopped being dirty.
   uint64_t MarkClean(uint64_t index, uint32_t version);
 
-  // Drops clean pages (all, or those overlapping [offset, end)); dirty ones stay.
-  // InvalidateClean starts a new generation first, so no READ sent before it
-  // returns can put its data back.
+  // Drops clean pages (all, or those overlapping [offset, end)); dirty ones stay
+  // (DropRange keeps only their dirty bytes valid). Each starts a new generation
+  // first, so no READ sent before it returns can put its data back.
   void InvalidateClean();
   void DropRange(uint64_t offset, uint64_t end);
-  // Truncation: pages past `size` go, the tail of the page holding `size` is zeroed.
+  // Truncation: pages past `size` go, the tail of the page holding `size` is zeroed;
+  // a new generation, as above.
   void Truncate(uint64_t size);
   // Evicts unreferenced clean pages until `target` bytes are freed; returns bytes freed.
   size_t Evict(size_t target);

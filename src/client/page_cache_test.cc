@@ -51,6 +51,59 @@ TEST(PageCacheTest, AReadSentBeforeALocalWriteCreatesNoPages) {
   EXPECT_EQ(out[10], std::byte{9}) << "the READ's bytes replaced newer written ones";
 }
 
+// fsx under load: a READ (read-ahead) sent before a truncation and answered after
+// it, once a write past the new end had made a page again, filled the rest of that
+// page with the bytes the truncation had cut: a read then returned them instead of
+// zeros. A truncation changes the data on the server as an invalidation does.
+TEST(PageCacheTest, AReadSentBeforeATruncationFillsNothing) {
+  CacheBudget budget(1 << 20);
+  PageSet pages(&budget);
+  std::atomic<uint64_t> write_seq{0};
+  FillTicket sent{pages.generation(), &write_seq, write_seq.load()};
+  pages.Truncate(0);
+  write_seq.fetch_add(1);  // the write past the new end, as ClientCore::Write does
+  uint64_t dirty;
+  ASSERT_EQ(pages.Write(kPageSize + 100, PageOf(9), &dirty), -1);  // pages 1 and 2
+  std::vector<std::byte> old(2 * kPageSize, std::byte{1});         // read before the cut
+  pages.Fill(0, old, 2 * kPageSize, sent);
+  std::array<std::byte, 100> hole;
+  EXPECT_FALSE(pages.ReadCached(kPageSize, hole) &&
+               std::ranges::any_of(hole, [](std::byte b) { return b != std::byte{0}; }))
+      << "bytes cut by the truncation came back";
+}
+
+// The same for a range a direct write or an append changed on the server: a READ
+// sent before it fills neither a page made again since, nor the clean part of a
+// page that holds newer dirty bytes.
+TEST(PageCacheTest, AReadSentBeforeADirectWriteFillsNothingOfItsRange) {
+  CacheBudget budget(1 << 20);
+  PageSet pages(&budget);
+  std::atomic<uint64_t> write_seq{0};
+  FillTicket sent{pages.generation(), &write_seq, write_seq.load()};
+  write_seq.fetch_add(1);  // the direct write, as ClientCore::WriteDirect does
+  pages.DropRange(0, 2 * kPageSize);
+  write_seq.fetch_add(1);
+  uint64_t dirty;
+  ASSERT_EQ(pages.Write(kPageSize + 100, PageOf(9), &dirty), -1);  // pages 1 and 2
+  std::vector<std::byte> old(2 * kPageSize, std::byte{1});
+  pages.Fill(0, old, 3 * kPageSize, sent);
+  std::array<std::byte, 100> head;
+  EXPECT_FALSE(pages.ReadCached(kPageSize, head)) << "the READ filled a page made after the write";
+
+  // Answered before the direct write landed: the clean part of a dirty page goes.
+  PageSet more(&budget);
+  FillTicket early{more.generation(), &write_seq, write_seq.load()};
+  const auto nine = PageOf(9);
+  ASSERT_EQ(more.Write(kPageSize + 100, std::span(nine).first(50), &dirty), -1);
+  more.Fill(0, old, 2 * kPageSize, early);
+  ASSERT_TRUE(more.ReadCached(kPageSize, head)) << "the fill before the write";
+  more.DropRange(kPageSize, kPageSize + 100);  // the direct write of [4096, 4196) landed
+  EXPECT_FALSE(more.ReadCached(kPageSize, head)) << "bytes older than the direct write stayed";
+  std::array<std::byte, 50> ours;
+  ASSERT_TRUE(more.ReadCached(kPageSize + 100, ours)) << "the dirty bytes must stay";
+  EXPECT_EQ(ours[0], std::byte{9});
+}
+
 // Page bytes are copied word by word (atomics for the lock-free readers), with
 // the partial words at either end merged: every start and length within a few
 // words, against a plain copy.
