@@ -87,7 +87,7 @@ void ClientCore::SendAsyncWrite(const std::shared_ptr<AsyncWrite>& w, Run piece)
         auto [err, rest] = EndWriteCall(ino, token, piece, UNSTABLE, failures_at_send, r);
         if (!err && rest) return SendAsyncWrite(w, std::move(*rest));
         if (!err) {
-          ino->pages.DropRange(w->offset, w->offset + w->size);
+          ino->pages.DropChangedRange(w->offset, w->offset + w->size);
           ino->NoteWriteEnd(w->offset + w->size);
           // Counted in async_writes still: no flush_mu holder's COMMIT runs beside it.
           MaybeCommitAhead(ino);

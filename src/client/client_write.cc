@@ -540,7 +540,7 @@ Result<size_t> ClientCore::WriteDirect(const InodePtr& ino, uint64_t offset,
     if (auto s = SendExtents(ino, {{offset, buf}}, UNSTABLE, false); !s) {
       return std::unexpected(s.error());
     }
-    ino->pages.DropRange(offset, offset + data.size());
+    ino->pages.DropChangedRange(offset, offset + data.size());
     ino->NoteWriteEnd(offset + data.size());
     MaybeCommitAhead(ino);  // under flush_mu: never beside CommitAndVerify's COMMIT
   }
@@ -576,7 +576,7 @@ Result<uint64_t> ClientCore::Append(const InodePtr& ino, std::span<const std::by
   }
   // Pages of the appended range held zeros or nothing: drop them so no reader of
   // this client sees stale bytes where the append landed.
-  ino->pages.DropRange(offset, offset + data.size());
+  ino->pages.DropChangedRange(offset, offset + data.size());
   ino->NoteWriteEnd(offset + data.size());
   return offset;
 }

@@ -421,25 +421,33 @@ void PageSet::InvalidateClean() {
   UnlockAll(*ix);
 }
 
-void PageSet::DropRange(uint64_t offset, uint64_t end) {
-  if (end <= offset) return;
-  // The range changed on the server (a direct write, an append): a READ sent before
-  // may not put the old bytes back, not even into a page a later write made again.
-  NewGeneration();  // before the stripe locks: see Fill
-  if (!index()) return;
+void PageSet::DropRange(uint64_t offset, uint64_t end) { Drop(offset, end, false); }
+
+void PageSet::DropChangedRange(uint64_t offset, uint64_t end) {
+  // A READ sent before may not put the old bytes back, not even into a page a later
+  // write made again.
+  if (end > offset) NewGeneration();  // before the stripe locks: see Fill
+  Drop(offset, end, true);
+}
+
+void PageSet::Drop(uint64_t offset, uint64_t end, bool changed) {
+  if (end <= offset || !index()) return;
   for (uint64_t index = offset / kPageSize; index <= (end - 1) / kPageSize; ++index) {
     std::lock_guard stripe(StripeOf(index));
     Page* p = LockExclusive(index, false);
     if (!p) continue;
-    if (p->dirty()) {
-      // Its dirty bytes are newer than the change (written after it was sent: the
-      // change flushed what was dirty before); the rest may predate it.
+    if (!p->dirty()) {
+      Unlink(index, p);
+      continue;
+    }
+    if (changed) {
+      // Its dirty bytes were written after the change was sent (the change flushed
+      // what was dirty before); the rest of the page may predate it. (Not exact: a
+      // dirty range that grew across clean bytes since keeps those too.)
       p->valid_begin.store(p->dirty_begin, std::memory_order_release);
       p->valid_end.store(p->dirty_end, std::memory_order_release);
-      EndChange(*p);
-    } else {
-      Unlink(index, p);
     }
+    EndChange(*p);
   }
 }
 

@@ -148,11 +148,14 @@ class PageSet {
   // Returns the bytes that stopped being dirty.
   uint64_t MarkClean(uint64_t index, uint32_t version);
 
-  // Drops clean pages (all, or those overlapping [offset, end)); dirty ones stay
-  // (DropRange keeps only their dirty bytes valid). Each starts a new generation
-  // first, so no READ sent before it returns can put its data back.
+  // Drops clean pages (all, or those overlapping [offset, end)); dirty ones stay.
+  // InvalidateClean and DropChangedRange are for data changed on the server: they
+  // start a new generation first, so no READ sent before can put its data back, and
+  // DropChangedRange keeps only the dirty bytes of a dirty page valid. DropRange
+  // only gives memory back (the data did not change): READs in flight still fill.
   void InvalidateClean();
   void DropRange(uint64_t offset, uint64_t end);
+  void DropChangedRange(uint64_t offset, uint64_t end);
   // Truncation: pages past `size` go, the tail of the page holding `size` is zeroed;
   // a new generation, as above.
   void Truncate(uint64_t size);
@@ -189,6 +192,7 @@ class PageSet {
   // keep changing the page) it takes the page's lock shared instead.
   template <typename Look>
   bool Peek(uint64_t index, Look&& look) const;
+  void Drop(uint64_t offset, uint64_t end, bool changed);
   // REQUIRES: the stripe of `index`. The page at `index` locked exclusively (or
   // null); with `create`, a new empty page is made if there is none.
   Page* LockExclusive(uint64_t index, bool create);

@@ -81,7 +81,7 @@ TEST(PageCacheTest, AReadSentBeforeADirectWriteFillsNothingOfItsRange) {
   std::atomic<uint64_t> write_seq{0};
   FillTicket sent{pages.generation(), &write_seq, write_seq.load()};
   write_seq.fetch_add(1);  // the direct write, as ClientCore::WriteDirect does
-  pages.DropRange(0, 2 * kPageSize);
+  pages.DropChangedRange(0, 2 * kPageSize);
   write_seq.fetch_add(1);
   uint64_t dirty;
   ASSERT_EQ(pages.Write(kPageSize + 100, PageOf(9), &dirty), -1);  // pages 1 and 2
@@ -97,11 +97,27 @@ TEST(PageCacheTest, AReadSentBeforeADirectWriteFillsNothingOfItsRange) {
   ASSERT_EQ(more.Write(kPageSize + 100, std::span(nine).first(50), &dirty), -1);
   more.Fill(0, old, 2 * kPageSize, early);
   ASSERT_TRUE(more.ReadCached(kPageSize, head)) << "the fill before the write";
-  more.DropRange(kPageSize, kPageSize + 100);  // the direct write of [4096, 4196) landed
+  more.DropChangedRange(kPageSize, kPageSize + 100);  // the direct write of [4096, 4196) landed
   EXPECT_FALSE(more.ReadCached(kPageSize, head)) << "bytes older than the direct write stayed";
   std::array<std::byte, 50> ours;
   ASSERT_TRUE(more.ReadCached(kPageSize + 100, ours)) << "the dirty bytes must stay";
   EXPECT_EQ(ours[0], std::byte{9});
+}
+
+// Giving memory back (the mount's drop-behind of a sequential reader) changes no
+// data: the stream's own read-ahead in flight still fills (found in review: every
+// drop-behind step made it miss).
+TEST(PageCacheTest, DroppingPagesForMemoryLetsReadsInFlightFill) {
+  CacheBudget budget(1 << 20);
+  PageSet pages(&budget);
+  FillTicket sent{pages.generation()};
+  pages.Fill(0, PageOf(1), kPageSize, {pages.generation()});
+  pages.DropRange(0, kPageSize);
+  pages.Fill(kPageSize, PageOf(2), 2 * kPageSize, sent);
+  std::array<std::byte, kPageSize> out;
+  EXPECT_FALSE(pages.ReadCached(0, out)) << "the dropped page is gone";
+  ASSERT_TRUE(pages.ReadCached(kPageSize, out)) << "the READ in flight did not fill";
+  EXPECT_EQ(out[0], std::byte{2});
 }
 
 // Page bytes are copied word by word (atomics for the lock-free readers), with
