@@ -44,10 +44,6 @@ bool BindReservedPort(int fd, int family) {
   return false;
 }
 
-}  // namespace
-
-namespace {
-
 // A connection not told which server's it is is one of its own.
 RpcClientOptions WithSilence(RpcClientOptions o) {
   if (!o.silence) o.silence = std::make_shared<ServerSilence>();
@@ -61,8 +57,8 @@ RpcClient::RpcClient(std::string host, uint16_t port, RpcClientOptions options)
       port_(port),
       options_(WithSilence(std::move(options))),
       records_(options_.max_record),
-      hard_(options.hard),
-      timeout_error_(options.timeout_error) {
+      hard_(options_.hard),
+      timeout_error_(options_.timeout_error) {
   std::random_device rd;
   next_xid_.store(rd());
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -119,9 +115,6 @@ void RpcClient::Shutdown() {
   });
 }
 
-// A connect(2) to a host that does not answer waits for the kernel's SYN retries
-// (over two minutes); meanwhile no timeout of a soft call would be noticed. So it
-// waits at most one timeout, and never more than Linux's 60 s (XS_TCP_CONN_TO).
 void RpcClient::SetSilent(bool silent) {
   ServerSilence& s = *options_.silence;
   not_responding_ = silent;
@@ -140,6 +133,9 @@ void RpcClient::SetSilent(bool silent) {
   }
 }
 
+// A connect(2) to a host that does not answer waits for the kernel's SYN retries
+// (over two minutes); meanwhile no timeout of a soft call would be noticed. So it
+// waits at most one timeout, and never more than Linux's 60 s (XS_TCP_CONN_TO).
 Result<void> RpcClient::ConnectWithin(int fd, const sockaddr* addr, socklen_t len) const {
   if (::connect(fd, addr, len) == 0) return {};
   if (errno != EINPROGRESS) return FailErrno();
