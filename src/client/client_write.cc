@@ -537,10 +537,11 @@ Result<size_t> ClientCore::WriteDirect(const InodePtr& ino, uint64_t offset,
     std::shared_lock fl(ino->flush_mu);  // many direct writers of one file at once
     ino->write_seq.fetch_add(1);
     auto buf = std::make_shared<PooledBytes>(data);
-    if (auto s = SendExtents(ino, {{offset, buf}}, UNSTABLE, false); !s) {
-      return std::unexpected(s.error());
-    }
+    auto sent = SendExtents(ino, {{offset, buf}}, UNSTABLE, false);
+    // Failed part-way, some of its WRITEs may have landed: cached bytes of the range
+    // are the server's no longer, whatever the outcome.
     ino->pages.DropChangedRange(offset, offset + data.size());
+    if (!sent) return std::unexpected(sent.error());
     ino->NoteWriteEnd(offset + data.size());
     MaybeCommitAhead(ino);  // under flush_mu: never beside CommitAndVerify's COMMIT
   }
@@ -571,12 +572,12 @@ Result<uint64_t> ClientCore::Append(const InodePtr& ino, std::span<const std::by
   WaitForCommitAhead(*ino);
   ino->write_seq.fetch_add(1);
   auto buf = std::make_shared<PooledBytes>(data);
-  if (auto s = SendExtents(ino, {{offset, buf}}, FILE_SYNC, false); !s) {
-    return std::unexpected(s.error());
-  }
+  auto sent = SendExtents(ino, {{offset, buf}}, FILE_SYNC, false);
   // Pages of the appended range held zeros or nothing: drop them so no reader of
-  // this client sees stale bytes where the append landed.
+  // this client sees stale bytes where the append landed (some of it may have,
+  // even when it failed).
   ino->pages.DropChangedRange(offset, offset + data.size());
+  if (!sent) return std::unexpected(sent.error());
   ino->NoteWriteEnd(offset + data.size());
   return offset;
 }

@@ -3,10 +3,13 @@
 // their own code, never silently, and the server keeps serving everyone else.
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <thread>
 
 #include "client/client_core.h"
 #include "client/testing/test_servers.h"
 #include "client/url.h"
+#include "rpc/test_util.h"
 
 namespace nfsx::client::testing {
 namespace {
@@ -141,6 +144,50 @@ INSTANTIATE_TEST_SUITE_P(Modes, ShortWriteTest,
                          [](const ::testing::TestParamInfo<WriteMode>& i) {
                            return i.param == WriteMode::kBuffered ? "Buffered" : "Direct";
                          });
+
+// A direct write whose second WRITE fails has changed its first page on the server:
+// the cached pages of its whole range go with it, so a read shows the file's bytes
+// (before, they went only when every WRITE succeeded).
+TEST(DirectWriteErrorTest, AWriteFailingPartWayLeavesNoStalePageOfItsRange) {
+  constexpr size_t kPage = 4096;
+  NfsxServer server;
+  std::string why;
+  ASSERT_TRUE(server.Start(&why)) << why;
+  ClientOptions o;
+  o.wsize = kPage;
+  o.max_writes_in_flight = 1;  // one WRITE after another, in order
+  std::string error, rest;
+  auto url = ParseNfsUrl(server.Url(""), o, &error);
+  ASSERT_TRUE(url.has_value()) << error;
+  auto core = ClientCore::Mount(*url, &rest, &error);
+  ASSERT_TRUE(core.has_value()) << error;
+  const std::string before = Pattern(4 * kPage, 1);
+  std::ofstream(server.dir() + "/f", std::ios::binary) << before;
+  auto f = (*core)->Lookup((*core)->root(), "f");
+  ASSERT_TRUE(f.has_value());
+  std::string got(before.size(), '\0');
+  auto read = [&] {
+    return (*core)->Read(*f, 0, std::as_writable_bytes(std::span(got)), false, nullptr);
+  };
+  ASSERT_EQ(read().value_or(0), before.size());  // every page cached
+
+  server.faults().HoldWrites(1);  // the first WRITE lands, then waits
+  const std::string after = Pattern(before.size(), 2);
+  Result<size_t> wrote = 0;
+  std::thread writer([&] { wrote = (*core)->Write(*f, 0, Bytes(after), WriteMode::kDirect); });
+  bool held = rpc::testing::WaitFor([&] { return server.faults().writes_held() == 1; });
+  server.faults().FailOnFile(FaultOp::kWrite, (*f)->fileid(), EIO, 1);  // the second fails
+  server.faults().ReleaseWrites();
+  writer.join();
+  ASSERT_TRUE(held);
+  ASSERT_FALSE(wrote.has_value());
+  std::ifstream in(server.dir() + "/f", std::ios::binary);
+  const std::string on_disk((std::istreambuf_iterator<char>(in)), {});
+  ASSERT_TRUE(on_disk == after.substr(0, kPage) + before.substr(kPage)) << "not the failure meant";
+
+  ASSERT_EQ(read().value_or(0), before.size());
+  EXPECT_TRUE(got == on_disk) << "a cached page of the failed write's range is stale";
+}
 
 // NFS3ERR_JUKEBOX (the server's EAGAIN: "try again later") is retried, with
 // backoff, by synchronous calls (CREATE) and by asynchronous ones (WRITE), and
