@@ -1,15 +1,23 @@
 #include "fuse/fuse_mount.h"
 
 #include <fmt/format.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "base/logging.h"
@@ -69,6 +77,87 @@ void BlockStopSignals(int how) {
   sigaddset(&s, SIGHUP);
   pthread_sigmask(how, &s, nullptr);
 }
+
+// Where the stop signals' handler tells the watcher (a handler may only write()).
+int g_stop_fd = -1;
+
+void OnStopSignal(int) {
+  int saved = errno;
+  uint64_t one = 1;
+  ssize_t n = ::write(g_stop_fd, &one, sizeof(one));
+  (void)n;
+  errno = saved;
+}
+
+// SIGINT/SIGTERM/SIGHUP end the request loop, but only once the notification
+// thread has stopped. A notification may be blocked in the kernel on the lock of
+// a page whose READ is still queued for us (an invalidation racing a read): with
+// libfuse's own handlers the loop ended at once, nobody answered that READ, and
+// the daemon waited forever for its notification thread (seen under TSan, with
+// reads, writes and another client's changes in flight). Here the workers go on
+// serving until the notifications have stopped. The signals reach only the loop's
+// thread (every other thread blocks them), whose wait they interrupt; the watcher
+// then wakes it the same way, after fuse_session_exit.
+class StopSignalWatcher {
+ public:
+  StopSignalWatcher(NfsFuse& fs, fuse_session* se) : fs_(fs), se_(se), loop_(pthread_self()) {
+    fd_ = eventfd(0, EFD_CLOEXEC);
+    g_stop_fd = fd_;
+    struct sigaction sa {};
+    sa.sa_handler = OnStopSignal;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &sa, &saved_[i]);
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &ignore, &saved_pipe_);
+    thread_ = std::thread([this] { Watch(); });  // created with the signals blocked
+  }
+  ~StopSignalWatcher() {
+    loop_over_.store(true);
+    Poke();
+    thread_.join();
+    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &saved_[i], nullptr);
+    sigaction(SIGPIPE, &saved_pipe_, nullptr);
+    g_stop_fd = -1;
+    ::close(fd_);
+  }
+  StopSignalWatcher(const StopSignalWatcher&) = delete;
+  StopSignalWatcher& operator=(const StopSignalWatcher&) = delete;
+
+ private:
+  static constexpr std::array<int, 3> kSignals{SIGINT, SIGTERM, SIGHUP};
+
+  void Poke() {
+    uint64_t one = 1;
+    ssize_t n = ::write(fd_, &one, sizeof(one));
+    (void)n;
+  }
+
+  void Watch() {
+    uint64_t v;
+    while (::read(fd_, &v, sizeof(v)) < 0 && errno == EINTR) {
+    }
+    if (loop_over_.load()) return;  // unmounted: no signal came
+    log::Info("fuse: stop signal: stopping notifications, then the request loop");
+    fs_.StopNotifications();
+    fuse_session_exit(se_);
+    // The loop checks for its end when its wait is interrupted; a wake-up that came
+    // just before it began waiting would be lost, so until it has ended, again.
+    while (!loop_over_.load()) {
+      pthread_kill(loop_, SIGTERM);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+
+  NfsFuse& fs_;
+  fuse_session* se_;
+  const pthread_t loop_;
+  int fd_ = -1;
+  std::array<struct sigaction, kSignals.size()> saved_{};
+  struct sigaction saved_pipe_ {};
+  std::atomic<bool> loop_over_{false};
+  std::thread thread_;
+};
 
 }  // namespace
 
@@ -159,16 +248,19 @@ FuseMount::~FuseMount() {
 }
 
 int FuseMount::Run() {
-  if (fuse_set_signal_handlers(se_) != 0) log::Warn("fuse: cannot install signal handlers");
   fs_->Start(se_);
-  BlockStopSignals(SIG_UNBLOCK);
-  fuse_loop_config* cfg = fuse_loop_cfg_create();
-  fuse_loop_cfg_set_clone_fd(cfg, 1);
-  fuse_loop_cfg_set_max_threads(cfg, static_cast<unsigned>(max_threads_));
-  fuse_loop_cfg_set_idle_threads(cfg, static_cast<unsigned>(std::min(max_threads_, 8)));
-  int rc = fuse_session_loop_mt(se_, cfg);
-  fuse_loop_cfg_destroy(cfg);
-  fuse_remove_signal_handlers(se_);
+  int rc;
+  {
+    StopSignalWatcher stop(*fs_, se_);
+    BlockStopSignals(SIG_UNBLOCK);
+    fuse_loop_config* cfg = fuse_loop_cfg_create();
+    fuse_loop_cfg_set_clone_fd(cfg, 1);
+    fuse_loop_cfg_set_max_threads(cfg, static_cast<unsigned>(max_threads_));
+    fuse_loop_cfg_set_idle_threads(cfg, static_cast<unsigned>(std::min(max_threads_, 8)));
+    rc = fuse_session_loop_mt(se_, cfg);
+    fuse_loop_cfg_destroy(cfg);
+    BlockStopSignals(SIG_BLOCK);  // a late wake-up stays pending, and harmless
+  }
   if (rc != 0) log::Info("fuse: request loop ended ({})", rc);
   // After a signal the file system is still mounted; after umount this only
   // closes the session's fd. Dirty data is flushed after that, as before.
