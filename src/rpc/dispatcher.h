@@ -50,6 +50,11 @@ class Dispatcher {
            (call.program->blocks_for_peer && call.program->blocks_for_peer(peer));
   }
 
+  // The most a routed call's reply may take (0: a small one).
+  static size_t ReplyBound(const Call& call) {
+    return call.proc->reply_bound ? call.proc->reply_bound(call.args) : 0;
+  }
+
   // Executes a routed call and encodes the whole reply record into `reply`. On an
   // event loop (`on_event_loop`) a procedure may decline to wait on the disk: then
   // Run returns false, `reply` is to be dropped, and the call is to be run again off

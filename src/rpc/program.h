@@ -87,17 +87,27 @@ class ProcStats {
 // (for procedures whose cost depends on an argument, like WRITE's stability).
 using BlocksFn = bool (*)(std::span<const std::byte> args);
 
+// Looks at a call's raw arguments and says how large its reply may be, at most (0: small,
+// a few KiB). A call run on a worker makes its reply only when it runs: the transport
+// holds this much of its memory limits for it meanwhile.
+using ReplyBoundFn = std::function<size_t(std::span<const std::byte> args)>;
+
 struct Procedure {
   std::string name;
   ProcFn fn;
   uint32_t flags = kProcInline;
   BlocksFn blocks = nullptr;
+  ReplyBoundFn reply_bound;
   mutable ProcStats stats;
 
   Procedure(std::string n, ProcFn f, uint32_t fl = kProcInline, BlocksFn b = nullptr)
       : name(std::move(n)), fn(std::move(f)), flags(fl), blocks(b) {}
   Procedure(Procedure&& o) noexcept
-      : name(std::move(o.name)), fn(std::move(o.fn)), flags(o.flags), blocks(o.blocks) {}
+      : name(std::move(o.name)),
+        fn(std::move(o.fn)),
+        flags(o.flags),
+        blocks(o.blocks),
+        reply_bound(std::move(o.reply_bound)) {}
 
   bool MayBlock(std::span<const std::byte> args) const {
     return (flags & kProcMayBlock) || (blocks && blocks(args));

@@ -118,6 +118,7 @@ class TcpServer::Connection : public EpollItem,
   Clock::time_point last_sent_;  // GUARDED_BY(out_mu_)
   size_t out_bytes_ = 0;         // queued bytes not yet written
   size_t in_flight_ = 0;         // offloaded calls not yet answered
+  size_t reserved_bytes_ = 0;    // the most the replies of those calls may take
   // Complete records are buffered, not run: the replies were over the caps. The I/O
   // thread runs them (IoThread::Resume) once the replies drain.
   bool held_ = false;             // GUARDED_BY(out_mu_)
@@ -482,8 +483,8 @@ bool TcpServer::Connection::DispatchBuffered(std::vector<OutBuffer>* inline_repl
       // for gigabytes of replies.
       std::lock_guard lock(out_mu_);
       const TcpServerOptions& o = server->options_;
-      bool over_own =
-          out_bytes_ + *pending > o.max_queued_reply_bytes || in_flight_ >= o.max_calls_in_flight;
+      bool over_own = out_bytes_ + reserved_bytes_ + *pending > o.max_queued_reply_bytes ||
+                      in_flight_ >= o.max_calls_in_flight;
       bool outstanding = out_bytes_ + *pending > 0 || in_flight_ > 0;
       held_for_memory_ = !over_own && outstanding && server->budget_.Over();
       held_ = over_own || held_for_memory_;
@@ -556,21 +557,28 @@ void TcpServer::Connection::HandleRecord(std::span<std::byte> record,
   // The record buffer is reused for the next read: the worker gets its own copy.
   auto copy = std::make_shared<PooledBytes>(record);
   Dispatcher::Rebase(call, record, *copy);
-  server->budget_.Add(record.size());
+  // Its reply is made only when a worker runs it: until then the limits count the most
+  // it may take, or a few KiB of pipelined READs of data not in the page cache would
+  // all be let through before the first of their replies existed.
+  const size_t bound = Dispatcher::ReplyBound(call);
+  server->budget_.Add(record.size() + bound);
   {
     std::lock_guard lock(out_mu_);
     ++in_flight_;
+    reserved_bytes_ += bound;
     UpdateInterestLocked();
   }
   server->workers_->Submit([self = shared_from_this(), call = std::move(call),
-                            copy = std::move(copy), size = record.size(), server]() mutable {
+                            copy = std::move(copy), held = record.size() + bound, bound,
+                            server]() mutable {
     OutBuffer out;
     server->dispatcher_.Run(call, self->peer_, &out);
     copy.reset();
-    server->budget_.Release(size);
+    server->budget_.Release(held);
     {
       std::lock_guard lock(self->out_mu_);
       --self->in_flight_;
+      self->reserved_bytes_ -= bound;
     }
     self->Send(std::move(out));
   });
@@ -629,7 +637,8 @@ void TcpServer::Connection::FlushLocked() {
 
 bool TcpServer::Connection::ShouldPauseLocked() const {
   const TcpServerOptions& o = thread_->server()->options_;
-  return out_bytes_ > o.max_queued_reply_bytes || in_flight_ >= o.max_calls_in_flight;
+  return out_bytes_ + reserved_bytes_ > o.max_queued_reply_bytes ||
+         in_flight_ >= o.max_calls_in_flight;
 }
 
 void TcpServer::Connection::UpdateInterestLocked() {

@@ -32,6 +32,32 @@ bool StableWrite(std::span<const std::byte> args) {
   return d.ok() && stable != static_cast<uint32_t>(UNSTABLE);
 }
 
+// What a reply holds besides its data or entries: RPC header, status, attributes.
+constexpr size_t kReplyHeaderBound = 512;
+
+// The most a READ's reply may take: its count, as far as the server answers one in full.
+rpc::ReplyBoundFn ReadReplyBound(const Core& core) {
+  return [&core](std::span<const std::byte> args) -> size_t {
+    READ3args a;
+    xdr::XdrDecoder d(args);
+    d(a);
+    if (!d.ok()) return 0;
+    return std::min(a.count, core.options().rtmax) + kReplyHeaderBound;
+  };
+}
+
+// READDIR's count and READDIRPLUS's maxcount, as far as the server fills one.
+template <class Args, uint32_t Args::*kCount>
+rpc::ReplyBoundFn ListingReplyBound(const Core& core) {
+  return [&core](std::span<const std::byte> args) -> size_t {
+    Args a;
+    xdr::XdrDecoder d(args);
+    d(a);
+    if (!d.ok()) return 0;
+    return std::min(a.*kCount, core.options().dtmax) + kReplyHeaderBound;
+  };
+}
+
 }  // namespace
 
 rpc::Program MakeNfs3Program(Core& core) {
@@ -51,7 +77,7 @@ rpc::Program MakeNfs3Program(Core& core) {
   v.emplace_back("lookup", Adapt(core, &Lookup));
   v.emplace_back("access", Adapt(core, &Access));
   v.emplace_back("readlink", Adapt(core, &Readlink));
-  v.emplace_back("read", Adapt(core, &Read));
+  v.emplace_back("read", Adapt(core, &Read)).reply_bound = ReadReplyBound(core);
   // UNSTABLE writes only reach the page cache and run inline; stable ones sync.
   v.emplace_back("write", Adapt(core, &Write), rpc::kProcRewritesData, &StableWrite);
   v.emplace_back("create", Adapt(core, &Create), kModifies);
@@ -64,8 +90,10 @@ rpc::Program MakeNfs3Program(Core& core) {
   v.emplace_back("link", Adapt(core, &Link), kModifies);
   // A directory scan reads the directory and (PLUS) stats every entry: many chances
   // to wait on the disk, none of which says so in advance.
-  v.emplace_back("readdir", Adapt(core, &Readdir), kProcMayBlock);
-  v.emplace_back("readdirplus", Adapt(core, &Readdirplus), kProcMayBlock);
+  v.emplace_back("readdir", Adapt(core, &Readdir), kProcMayBlock).reply_bound =
+      ListingReplyBound<READDIR3args, &READDIR3args::count>(core);
+  v.emplace_back("readdirplus", Adapt(core, &Readdirplus), kProcMayBlock).reply_bound =
+      ListingReplyBound<READDIRPLUS3args, &READDIRPLUS3args::maxcount>(core);
   v.emplace_back("fsstat", Adapt(core, &Fsstat));
   v.emplace_back("fsinfo", Adapt(core, &Fsinfo));
   v.emplace_back("pathconf", Adapt(core, &Pathconf));
