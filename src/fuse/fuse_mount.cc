@@ -102,21 +102,49 @@ class StopSignalWatcher {
  public:
   StopSignalWatcher(NfsFuse& fs, fuse_session* se) : fs_(fs), se_(se), loop_(pthread_self()) {
     fd_ = eventfd(0, EFD_CLOEXEC);
+    if (fd_ < 0) {
+      log::Warn("fuse: eventfd: {}; a stop signal ends the request loop at once",
+                std::strerror(errno));
+      libfuse_handlers_ = fuse_set_signal_handlers(se_) == 0;
+      return;
+    }
     g_stop_fd = fd_;
     struct sigaction sa {};
     sa.sa_handler = OnStopSignal;
     sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &sa, &saved_[i]);
+    for (size_t i = 0; i < kSignals.size(); ++i) {
+      sigaction(kSignals[i], nullptr, &saved_[i]);
+      // As libfuse: a signal the user had ignored (nohup, a background job of a
+      // script) stays ignored.
+      installed_[i] = saved_[i].sa_handler != SIG_IGN;
+      if (installed_[i]) sigaction(kSignals[i], &sa, nullptr);
+      if (installed_[i] && wake_signal_ == 0) wake_signal_ = kSignals[i];
+    }
     struct sigaction ignore {};
     ignore.sa_handler = SIG_IGN;
     sigaction(SIGPIPE, &ignore, &saved_pipe_);
     thread_ = std::thread([this] { Watch(); });  // created with the signals blocked
   }
+  // REQUIRES: the stop signals blocked in the calling thread (the loop's).
   ~StopSignalWatcher() {
+    if (fd_ < 0) {
+      if (libfuse_handlers_) fuse_remove_signal_handlers(se_);
+      return;
+    }
     loop_over_.store(true);
     Poke();
     thread_.join();
-    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &saved_[i], nullptr);
+    // Our wake-ups of the loop (and a repeated signal) may still be pending here: taken
+    // now, so that the default action, back from here on, does not end what follows.
+    sigset_t set;
+    sigemptyset(&set);
+    for (int sig : kSignals) sigaddset(&set, sig);
+    timespec now{};
+    while (sigtimedwait(&set, nullptr, &now) > 0) {
+    }
+    for (size_t i = 0; i < kSignals.size(); ++i) {
+      if (installed_[i]) sigaction(kSignals[i], &saved_[i], nullptr);
+    }
     sigaction(SIGPIPE, &saved_pipe_, nullptr);
     g_stop_fd = -1;
     ::close(fd_);
@@ -144,7 +172,7 @@ class StopSignalWatcher {
     // The loop checks for its end when its wait is interrupted; a wake-up that came
     // just before it began waiting would be lost, so until it has ended, again.
     while (!loop_over_.load()) {
-      pthread_kill(loop_, SIGTERM);
+      pthread_kill(loop_, wake_signal_);  // one with our handler: an ignored one wakes nothing
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   }
@@ -153,7 +181,10 @@ class StopSignalWatcher {
   fuse_session* se_;
   const pthread_t loop_;
   int fd_ = -1;
+  bool libfuse_handlers_ = false;  // no eventfd: libfuse's handlers instead
+  int wake_signal_ = 0;
   std::array<struct sigaction, kSignals.size()> saved_{};
+  std::array<bool, kSignals.size()> installed_{};
   struct sigaction saved_pipe_ {};
   std::atomic<bool> loop_over_{false};
   std::thread thread_;
@@ -259,8 +290,11 @@ int FuseMount::Run() {
     fuse_loop_cfg_set_idle_threads(cfg, static_cast<unsigned>(std::min(max_threads_, 8)));
     rc = fuse_session_loop_mt(se_, cfg);
     fuse_loop_cfg_destroy(cfg);
-    BlockStopSignals(SIG_BLOCK);  // a late wake-up stays pending, and harmless
+    BlockStopSignals(SIG_BLOCK);
   }
+  // Another stop signal now ends the process, as it did with libfuse's handlers: the
+  // way out of a flush to a server that is gone.
+  BlockStopSignals(SIG_UNBLOCK);
   if (rc != 0) log::Info("fuse: request loop ended ({})", rc);
   // After a signal the file system is still mounted; after umount this only
   // closes the session's fd. Dirty data is flushed after that, as before.

@@ -101,12 +101,21 @@ if ((EUID == 0)) && command -v setpriv >/dev/null; then
 	pass "with uid=/gid= every request carries that one identity"
 fi
 
-# Foreground: serves until SIGTERM, then unmounts and exits 0.
-"$NFSX" mount -f "$(url)" "$WORK/mnt" >"$WORK/fg.log" 2>&1 &
+# Foreground: serves until SIGTERM, then unmounts and exits 0. Started as `nohup` would
+# start it (SIGHUP ignored), it keeps SIGHUP ignored, as with libfuse's own handlers.
+(
+	trap '' HUP
+	exec "$NFSX" mount -f "$(url)" "$WORK/mnt" >"$WORK/fg.log" 2>&1
+) &
 fg=$!
 for _ in $(seq 100); do grep -q " $WORK/mnt " /proc/self/mountinfo && break; sleep 0.05; done
 grep -q " $WORK/mnt " /proc/self/mountinfo || fail "foreground mount did not appear"
+sig_ignored() { (((0x$(awk '/^SigIgn:/ { print $2 }' "/proc/$1/status") >> ($2 - 1)) & 1)); }
+sig_ignored "$fg" 1 || fail "the mount started with SIGHUP ignored catches it"
+kill -HUP "$fg"
 echo via-fg >"$WORK/mnt/fg-file"
+grep -q " $WORK/mnt " /proc/self/mountinfo || fail "an ignored SIGHUP ended the mount"
+pass "foreground mount: SIGHUP stays ignored when it was"
 kill -TERM "$fg"
 rc=0
 wait "$fg" || rc=$?
