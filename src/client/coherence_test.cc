@@ -181,38 +181,6 @@ TEST_P(ClientTest, RenamesAndChmodsKeepCachedData) {
   EXPECT_EQ(Reads(*c), reads) << "cached data was read again";
 }
 
-// Two writers of one page, each of its own bytes (as two clients each locking their own
-// record): ours are [0,10) and [20,30), theirs [10,20), written after we cached the
-// page. Our write-back must not carry our cached copy of their bytes back over them
-// (before, our two writes made one dirty range [0,30); Linux sends them apart too).
-TEST_P(ClientTest, WritesApartInOnePageLeaveTheBytesBetweenAlone) {
-  auto c = Connect();
-  const std::string data = Pattern(2 * 4096, 7);
-  {
-    auto f = c->Open("page.bin", O_CREAT | O_RDWR, 0644);
-    ASSERT_TRUE((*f)->Pwrite(Bytes(data), 0));
-    ASSERT_TRUE((*f)->Close());
-  }
-  auto ours = c->Open("page.bin", O_RDWR);
-  ASSERT_TRUE(ours.has_value());
-  std::string got(data.size(), '\0');
-  ASSERT_TRUE((*ours)->Pread(std::as_writable_bytes(std::span(got)), 0));  // cached
-  ASSERT_EQ(got, data);
-  {
-    auto other = Connect();
-    auto theirs = other->Open("page.bin", O_RDWR);
-    ASSERT_TRUE(theirs.has_value());
-    ASSERT_TRUE((*theirs)->Pwrite(Bytes(std::string(10, 'B')), 10));
-    ASSERT_TRUE((*theirs)->Close());
-  }
-  ASSERT_TRUE((*ours)->Pwrite(Bytes(std::string(10, 'a')), 0));
-  ASSERT_TRUE((*ours)->Pwrite(Bytes(std::string(10, 'c')), 20));
-  ASSERT_TRUE((*ours)->Close());
-  const std::string want =
-      std::string(10, 'a') + std::string(10, 'B') + std::string(10, 'c') + data.substr(30);
-  EXPECT_TRUE(OnDisk(*server_, "page.bin") == want) << "their bytes were overwritten";
-}
-
 // Another client's write lands while ours stream without pause (four threads
 // of direct WRITEs, so ours are always in flight): the pre-op attributes of our
 // next WRITEs show a state we did not produce. Needs a server that sends them
