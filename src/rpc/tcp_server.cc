@@ -568,20 +568,22 @@ void TcpServer::Connection::HandleRecord(std::span<std::byte> record,
     reserved_bytes_ += bound;
     UpdateInterestLocked();
   }
-  server->workers_->Submit([self = shared_from_this(), call = std::move(call),
-                            copy = std::move(copy), held = record.size() + bound, bound,
-                            server]() mutable {
-    OutBuffer out;
-    server->dispatcher_.Run(call, self->peer_, &out);
-    copy.reset();
-    server->budget_.Release(held);
-    {
-      std::lock_guard lock(self->out_mu_);
-      --self->in_flight_;
-      self->reserved_bytes_ -= bound;
-    }
-    self->Send(std::move(out));
-  });
+  // Keyed by connection: each takes its turn at the workers, however many calls it piled up.
+  server->workers_->Submit(
+      reinterpret_cast<uintptr_t>(this),
+      [self = shared_from_this(), call = std::move(call), copy = std::move(copy),
+       held = record.size() + bound, bound, server]() mutable {
+        OutBuffer out;
+        server->dispatcher_.Run(call, self->peer_, &out);
+        copy.reset();
+        server->budget_.Release(held);
+        {
+          std::lock_guard lock(self->out_mu_);
+          --self->in_flight_;
+          self->reserved_bytes_ -= bound;
+        }
+        self->Send(std::move(out));
+      });
 }
 
 void TcpServer::Connection::Send(OutBuffer reply) {

@@ -17,6 +17,7 @@ need python3
 EXPORT=$WORK/export
 make_export "$EXPORT"
 head -c $((64 << 20)) /dev/urandom >"$EXPORT/big.bin"
+head -c $((64 << 20)) /dev/urandom >"$EXPORT/cold.bin"
 : >"$EXPORT/target.bin"
 chmod 0666 "$EXPORT/target.bin"
 mkdir "$EXPORT/dir"
