@@ -108,6 +108,7 @@ fi
 	exec "$NFSX" mount -f "$(url)" "$WORK/mnt" >"$WORK/fg.log" 2>&1
 ) &
 fg=$!
+MOUNTS+=("$WORK/mnt")  # a failure below unmounts it, which ends the daemon
 for _ in $(seq 100); do grep -q " $WORK/mnt " /proc/self/mountinfo && break; sleep 0.05; done
 grep -q " $WORK/mnt " /proc/self/mountinfo || fail "foreground mount did not appear"
 sig_ignored() { (((0x$(awk '/^SigIgn:/ { print $2 }' "/proc/$1/status") >> ($2 - 1)) & 1)); }
@@ -121,5 +122,6 @@ rc=0
 wait "$fg" || rc=$?
 ((rc == 0)) || fail "foreground mount exited $rc at SIGTERM: $(tail -3 "$WORK/fg.log")"
 ! grep -q " $WORK/mnt " /proc/self/mountinfo || fail "still mounted after SIGTERM"
+MOUNTS=("${MOUNTS[@]/"$WORK/mnt"/}")
 [[ $(cat "$EXPORT_DIR/fg-file") == via-fg ]] || fail "data written before SIGTERM is missing"
 pass "foreground mount: SIGTERM unmounts, flushes and exits 0"
