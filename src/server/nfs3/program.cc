@@ -35,26 +35,16 @@ bool StableWrite(std::span<const std::byte> args) {
 // What a reply holds besides its data or entries: RPC header, status, attributes.
 constexpr size_t kReplyHeaderBound = 512;
 
-// The most a READ's reply may take: its count, as far as the server answers one in full.
-rpc::ReplyBoundFn ReadReplyBound(const Core& core) {
-  return [&core](std::span<const std::byte> args) -> size_t {
-    READ3args a;
-    xdr::XdrDecoder d(args);
-    d(a);
-    if (!d.ok()) return 0;
-    return std::min(a.count, core.options().rtmax) + kReplyHeaderBound;
-  };
-}
-
-// READDIR's count and READDIRPLUS's maxcount, as far as the server fills one.
-template <class Args, uint32_t Args::*kCount>
-rpc::ReplyBoundFn ListingReplyBound(const Core& core) {
+// The most a reply may take: the count its call asks for (READ's count, READDIR's
+// count, READDIRPLUS's maxcount), as far as the server's cap for it lets one be filled.
+template <class Args, uint32_t Args::*kCount, uint32_t CoreOptions::*kCap>
+rpc::ReplyBoundFn CountedReplyBound(const Core& core) {
   return [&core](std::span<const std::byte> args) -> size_t {
     Args a;
     xdr::XdrDecoder d(args);
     d(a);
     if (!d.ok()) return 0;
-    return std::min(a.*kCount, core.options().dtmax) + kReplyHeaderBound;
+    return std::min(a.*kCount, core.options().*kCap) + kReplyHeaderBound;
   };
 }
 
@@ -77,7 +67,8 @@ rpc::Program MakeNfs3Program(Core& core) {
   v.emplace_back("lookup", Adapt(core, &Lookup));
   v.emplace_back("access", Adapt(core, &Access));
   v.emplace_back("readlink", Adapt(core, &Readlink));
-  v.emplace_back("read", Adapt(core, &Read)).reply_bound = ReadReplyBound(core);
+  v.emplace_back("read", Adapt(core, &Read)).reply_bound =
+      CountedReplyBound<READ3args, &READ3args::count, &CoreOptions::rtmax>(core);
   // UNSTABLE writes only reach the page cache and run inline; stable ones sync.
   v.emplace_back("write", Adapt(core, &Write), rpc::kProcRewritesData, &StableWrite);
   v.emplace_back("create", Adapt(core, &Create), kModifies);
@@ -91,9 +82,9 @@ rpc::Program MakeNfs3Program(Core& core) {
   // A directory scan reads the directory and (PLUS) stats every entry: many chances
   // to wait on the disk, none of which says so in advance.
   v.emplace_back("readdir", Adapt(core, &Readdir), kProcMayBlock).reply_bound =
-      ListingReplyBound<READDIR3args, &READDIR3args::count>(core);
+      CountedReplyBound<READDIR3args, &READDIR3args::count, &CoreOptions::dtmax>(core);
   v.emplace_back("readdirplus", Adapt(core, &Readdirplus), kProcMayBlock).reply_bound =
-      ListingReplyBound<READDIRPLUS3args, &READDIRPLUS3args::maxcount>(core);
+      CountedReplyBound<READDIRPLUS3args, &READDIRPLUS3args::maxcount, &CoreOptions::dtmax>(core);
   v.emplace_back("fsstat", Adapt(core, &Fsstat));
   v.emplace_back("fsinfo", Adapt(core, &Fsinfo));
   v.emplace_back("pathconf", Adapt(core, &Pathconf));
