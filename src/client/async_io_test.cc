@@ -151,11 +151,11 @@ TEST_P(AsyncWriteFlushTest, AnFsyncWaitsForTheWriteInFlightAndCommitsIt) {
   auto ino = (*core)->Lookup((*core)->root(), "data.bin");
   ASSERT_TRUE(ino.has_value());
   const std::string fresh = Pattern(kBlock, 23);
-  proxy.HoldWriteReplyAt(kBlock);
+  proxy.HoldReplyAt(nfs3::nfsproc3::WRITE, kBlock);
   std::atomic<bool> written{false};
   ClientCore::IoDone done = [&](Result<size_t> r) { written.store(r && *r == kBlock); };
   ASSERT_TRUE((*core)->StartWriteDirect(*ino, kBlock, Bytes(fresh), done));
-  ASSERT_TRUE(proxy.WaitWriteReplyHeld());
+  ASSERT_TRUE(proxy.WaitReplyHeld());
   Result<void> synced = Fail(EINPROGRESS);
   std::thread fsync([&] { synced = (*core)->Flush(*ino, true); });
   auto waiting = [&] {
@@ -163,7 +163,7 @@ TEST_P(AsyncWriteFlushTest, AnFsyncWaitsForTheWriteInFlightAndCommitsIt) {
     return (*ino)->waits_for_async_writes > 0;
   };
   bool waited = WaitFor(waiting);
-  proxy.ReleaseWriteReply();
+  proxy.ReleaseHeldReply();
   fsync.join();
   EXPECT_TRUE(waited) << "the fsync did not wait for the WRITE in flight";
   ASSERT_TRUE(synced.has_value()) << ErrorString(synced.error());

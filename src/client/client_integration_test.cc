@@ -869,7 +869,7 @@ TEST_F(KeptVerifierTest, AWriteInFlightWhenABackgroundCommitFailsIsResentToo) {
   auto f = (*c)->Open("inflight.bin", O_CREAT | O_RDWR | O_DIRECT, 0644);
   ASSERT_TRUE(f.has_value());
   std::string a = Pattern(kSize, 41), b = Pattern(kSize, 42);
-  proxy.HoldWriteReplyAt(kSize);
+  proxy.HoldReplyAt(nfs3::nfsproc3::WRITE, kSize);
   std::thread second([&] { EXPECT_TRUE((*f)->Pwrite(Bytes(b), kSize)); });
   {
     // Whatever fails below, the held reply goes and the writer is joined.
@@ -877,12 +877,12 @@ TEST_F(KeptVerifierTest, AWriteInFlightWhenABackgroundCommitFailsIsResentToo) {
       HoldingProxy& proxy;
       std::thread& writer;
       ~ReleaseAndJoin() {
-        proxy.ReleaseWriteReply();
+        proxy.ReleaseHeldReply();
         writer.join();
       }
     } release{proxy, second};
     // b is in the server's page cache, its reply on the way.
-    ASSERT_TRUE(proxy.WaitWriteReplyHeld());
+    ASSERT_TRUE(proxy.WaitReplyHeld());
     server_.faults().FailNext(vfs::FaultOp::kSync, EIO);
     ASSERT_TRUE((*f)->Pwrite(Bytes(a), 0));  // its background COMMIT fails, covering b too
     ASSERT_TRUE(WaitUntil([&] { return (*c)->stats().commits_ahead >= 1; }));

@@ -348,6 +348,10 @@ ClientCore::WriteReply ClientCore::EndWriteCall(const InodePtr& ino,
       ino->AddUnstable(offset, std::move(e));
     } else if (!out.error) {
       ino->TrimUnstable(offset, offset + written);  // newer and already stable
+      // No extent is kept to overlay a READ the server answered before this WRITE
+      // landed: if the page is evicted before that READ's reply is processed, the reply
+      // must not make it again with the bytes from before (as after a COMMIT).
+      ino->write_seq.fetch_add(1);
     }
   }
   // A stable WRITE whose sync failed (or may have: no reply) may be the sync told

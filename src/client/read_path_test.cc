@@ -98,6 +98,54 @@ std::string Version(uint32_t v) {
 // the cache: a read that starts after version c was written must return c or
 // newer. Before the fix, the reply checked the generation, then took the inode
 // lock for the size (while the invalidation held it), then filled.
+// A READ the server answered before a WRITE of ours landed, its reply processed after
+// that WRITE's: when the WRITE came back stable (FILE_SYNC, as from a server that syncs
+// every write) no unstable extent is kept to overlay the old bytes, so if the page was
+// dropped meanwhile (memory pressure), the late reply must not make it again from what
+// the server had before the WRITE.
+TEST(ReadPathTest, AReadAnsweredBeforeAStableWriteLandedDoesNotBringBackItsOldBytes) {
+  NfsxServer server;
+  std::string why;
+  ASSERT_TRUE(server.Start(&why)) << why;
+  WriteDiskFile(server.dir() + "/stable.bin", std::string(2 * kPage, 'A'));
+  HoldingProxy proxy(NfsPortOf(server.Url("")));
+  ClientOptions o;
+  o.rsize = kPage;
+  std::string error, rest;
+  auto url = ParseNfsUrl(WithNfsPort(server.Url(""), proxy.port()), o, &error);
+  ASSERT_TRUE(url.has_value()) << error;
+  auto core = ClientCore::Mount(*url, &rest, &error);
+  ASSERT_TRUE(core.has_value()) << error;
+  auto ino = (*core)->Lookup((*core)->root(), "stable.bin");
+  ASSERT_TRUE(ino.has_value());
+  const std::string ours(10, 'B');
+  ASSERT_TRUE((*core)->Write(*ino, 0, Bytes(ours), WriteMode::kBuffered));
+
+  // The rest of the page is not cached: a READ of it, answered with the old bytes.
+  proxy.HoldReplyAt(nfs3::nfsproc3::READ, 0);
+  std::string tail(100, '\0');
+  Result<size_t> got = 0;
+  std::thread reader([&] {
+    got = (*core)->Read(*ino, 100, std::as_writable_bytes(std::span(tail)), false, nullptr);
+  });
+  bool held = proxy.WaitReplyHeld();
+  proxy.WriteRepliesSayFileSync();
+  auto flushed = (*core)->Flush(*ino, true);
+  (*ino)->pages.DropRange(0, kPage);  // reclaimed, as under memory pressure
+  proxy.ReleaseHeldReply();
+  reader.join();
+  ASSERT_TRUE(held) << "the READ's reply never reached the proxy";
+  ASSERT_TRUE(flushed.has_value()) << ErrorString(flushed.error());
+  ASSERT_EQ(got.value_or(0), tail.size());
+  EXPECT_EQ(tail, std::string(100, 'A'));
+
+  std::string head(ours.size(), '\0');
+  ASSERT_EQ(
+      (*core)->Read(*ino, 0, std::as_writable_bytes(std::span(head)), false, nullptr).value_or(0),
+      head.size());
+  EXPECT_EQ(head, ours) << "the late READ's old bytes came back over our stable write";
+}
+
 TEST(ReadPathTest, InvalidationsRacingReadRepliesNeverLeaveStalePages) {
   NfsxServer server;
   std::string why;

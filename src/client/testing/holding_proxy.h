@@ -3,7 +3,9 @@
 // still in flight (the client's own in_flight() counts them) without timing,
 // and can hold GETATTR replies back until the test lets them go (a slow reply
 // whose attributes are old by the time they arrive), or a READ reply until the
-// replies of later calls on other connections have come.
+// replies of later calls on other connections have come, or one READ or WRITE reply
+// while the replies behind it pass. It can also make WRITE replies claim FILE_SYNC,
+// as a server that syncs every write may answer an UNSTABLE one.
 #pragma once
 
 #include <arpa/inet.h>
@@ -83,25 +85,26 @@ class HoldingProxy {
     std::lock_guard lock(gate_mu_);
     return read_replies_delayed_;
   }
-  // While set, the reply to the WRITE at `offset` is kept back, later replies
-  // on its connection passing it, until ReleaseWriteReply().
-  void HoldWriteReplyAt(uint64_t offset) {
+  // While set, the reply to the `proc` (READ or WRITE) at `offset` is kept back,
+  // later replies on its connection passing it, until ReleaseHeldReply().
+  void HoldReplyAt(nfs3::nfsproc3 proc, uint64_t offset) {
     std::lock_guard lock(gate_mu_);
-    hold_write_at_ = offset;
+    hold_proc_ = proc;
+    hold_at_ = offset;
   }
   // False if no such reply came within a minute.
-  bool WaitWriteReplyHeld() {
+  bool WaitReplyHeld() {
     std::unique_lock lock(gate_mu_);
     return gate_cv_.wait_for(lock, std::chrono::seconds(60),
-                             [&] { return held_write_.has_value(); });
+                             [&] { return held_reply_.has_value(); });
   }
-  void ReleaseWriteReply() {
+  void ReleaseHeldReply() {
     std::optional<std::pair<Conn*, std::vector<std::byte>>> r;
     {
       std::lock_guard lock(gate_mu_);
-      r = std::move(held_write_);
-      held_write_.reset();
-      hold_write_at_ = UINT64_MAX;
+      r = std::move(held_reply_);
+      held_reply_.reset();
+      hold_at_ = UINT64_MAX;
     }
     if (r) {
       std::lock_guard send(r->first->send_mu);
@@ -116,6 +119,9 @@ class HoldingProxy {
     }
     gate_cv_.notify_all();
   }
+  // From now on, every successful WRITE reply says FILE_SYNC.
+  void WriteRepliesSayFileSync() { say_file_sync_.store(true); }
+
   // Blocks until `n` GETATTR replies have reached the proxy while held.
   void WaitGetattrRepliesHeld(uint64_t n) {
     std::unique_lock lock(gate_mu_);
@@ -247,7 +253,7 @@ class HoldingProxy {
   }
 
   // Whether to drop the reply `xid`; waits first if it is a GETATTR's and the gate is closed.
-  bool Hold(Conn* c, uint32_t xid, std::span<const std::byte> rec) {
+  bool Hold(Conn* c, uint32_t xid, std::span<std::byte> rec) {
     Call call;
     {
       std::lock_guard lock(c->mu);
@@ -265,12 +271,18 @@ class HoldingProxy {
       }
       return false;
     }
-    if (call.proc == nfs3::nfsproc3::WRITE) {
+    {
       std::lock_guard lock(gate_mu_);
-      if (call.read_offset != hold_write_at_ || held_write_) return false;
-      held_write_.emplace(c, std::vector<std::byte>(rec.begin(), rec.end()));
-      gate_cv_.notify_all();
-      return true;
+      if (call.proc == hold_proc_ && call.read_offset == hold_at_ && !held_reply_) {
+        if (call.proc == nfs3::nfsproc3::WRITE) MaybeSayFileSync(rec);
+        held_reply_.emplace(c, std::vector<std::byte>(rec.begin(), rec.end()));
+        gate_cv_.notify_all();
+        return true;
+      }
+    }
+    if (call.proc == nfs3::nfsproc3::WRITE) {
+      MaybeSayFileSync(rec);
+      return false;
     }
     {
       std::unique_lock lock(gate_mu_);
@@ -284,6 +296,25 @@ class HoldingProxy {
     return hold;
   }
 
+  // RFC 5531 accepted reply, then WRITE3resok (RFC 1813 §3.3.7): status, wcc_data
+  // (pre_op_attr of 24 bytes, post_op_attr of 84), count, committed.
+  void MaybeSayFileSync(std::span<std::byte> rec) {
+    if (!say_file_sync_.load()) return;
+    size_t at = 12;
+    auto u32 = [&](size_t pos) { return pos + 4 <= rec.size() ? xdr::LoadBe32(&rec[pos]) : 1; };
+    if (u32(8) != 0) return;  // MSG_DENIED
+    uint32_t verf_len = u32(at + 4);
+    at += 8 + verf_len + xdr::Pad4(verf_len);
+    if (u32(at) != 0 || u32(at + 4) != 0) return;  // not SUCCESS, or not NFS3_OK
+    at += 8;
+    if (u32(at) == 1) at += 24;
+    at += 4;
+    if (u32(at) == 1) at += 84;
+    at += 4 + 4;  // the follows word, count
+    if (at + 4 <= rec.size())
+      xdr::StoreBe32(&rec[at], static_cast<uint32_t>(nfs3::stable_how::FILE_SYNC));
+  }
+
   const uint16_t server_port_;
   int listen_ = -1;
   uint16_t port_ = 0;
@@ -295,8 +326,10 @@ class HoldingProxy {
   uint64_t getattrs_held_ = 0;                                          // GUARDED_BY(gate_mu_)
   uint64_t delay_read_at_ = UINT64_MAX;                                 // GUARDED_BY(gate_mu_)
   uint64_t read_replies_delayed_ = 0;                                   // GUARDED_BY(gate_mu_)
-  uint64_t hold_write_at_ = UINT64_MAX;                                 // GUARDED_BY(gate_mu_)
-  std::optional<std::pair<Conn*, std::vector<std::byte>>> held_write_;  // GUARDED_BY(gate_mu_)
+  nfs3::nfsproc3 hold_proc_ = nfs3::nfsproc3::WRITE;                    // GUARDED_BY(gate_mu_)
+  uint64_t hold_at_ = UINT64_MAX;                                       // GUARDED_BY(gate_mu_)
+  std::optional<std::pair<Conn*, std::vector<std::byte>>> held_reply_;  // GUARDED_BY(gate_mu_)
+  std::atomic<bool> say_file_sync_{false};
   std::mutex mu_;
   bool stop_ = false;                         // GUARDED_BY(mu_)
   std::vector<std::unique_ptr<Conn>> conns_;  // GUARDED_BY(mu_) until the accept thread ends
