@@ -35,6 +35,7 @@ struct ServeArgs {
   size_t max_queued_reply_bytes = rpc::TcpServerOptions{}.max_queued_reply_bytes;
   size_t max_calls_in_flight = rpc::TcpServerOptions{}.max_calls_in_flight;
   size_t max_reply_memory = rpc::TcpServerOptions{}.max_reply_memory;
+  size_t max_receive_memory = rpc::TcpServerOptions{}.max_receive_memory;
   int64_t idle_timeout = rpc::TcpServerOptions{}.idle_timeout.count();
   int64_t stall_timeout = rpc::TcpServerOptions{}.stall_timeout.count();
   int64_t send_timeout = rpc::TcpServerOptions{}.send_timeout.count();
@@ -109,6 +110,7 @@ int RunServe(const ServeArgs& a) {
   o.transport.max_queued_reply_bytes = a.max_queued_reply_bytes;
   o.transport.max_calls_in_flight = a.max_calls_in_flight;
   o.transport.max_reply_memory = a.max_reply_memory;
+  o.transport.max_receive_memory = a.max_receive_memory;
   o.transport.idle_timeout = std::chrono::seconds(a.idle_timeout);
   o.transport.stall_timeout = std::chrono::seconds(a.stall_timeout);
   o.transport.send_timeout = std::chrono::seconds(a.send_timeout);
@@ -230,6 +232,11 @@ Runner AddServe(CLI::App& app) {
   cmd->add_option("--max-reply-memory", a->max_reply_memory,
                   "All connections together: reply bytes queued and calls being served beyond "
                   "which connections with replies outstanding run no more calls (0: no limit)")
+      ->capture_default_str();
+  cmd->add_option("--max-receive-memory", a->max_receive_memory,
+                  "All connections together: bytes of calls being received beyond 64 KiB per "
+                  "connection; a connection that needs more waits, not reading (0: no limit; "
+                  "else at least twice --max-record)")
       ->capture_default_str();
   cmd->add_option("--max-calls-in-flight", a->max_calls_in_flight,
                   "Per connection: calls being served at once beyond which its calls are no "

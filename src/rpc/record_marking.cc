@@ -18,10 +18,14 @@ void RecordReader::Reserve(size_t capacity) {
   capacity_ = capacity;
 }
 
+size_t RecordReader::CompactBase() const {
+  bool in_record = record_len_ > 0 || in_fragment_;
+  return in_record ? std::min(record_start_, scan_) : scan_;
+}
+
 // Moves the unfinished record (or unparsed bytes) to the front of the buffer.
 void RecordReader::Compact() {
-  bool in_record = record_len_ > 0 || in_fragment_;
-  size_t base = in_record ? std::min(record_start_, scan_) : scan_;
+  size_t base = CompactBase();
   if (base == 0) return;
   std::memmove(buf_.get(), buf_.get() + base, end_ - base);
   end_ -= base;
@@ -30,23 +34,33 @@ void RecordReader::Compact() {
   fragment_data_ -= std::min(fragment_data_, base);
 }
 
-std::span<std::byte> RecordReader::PrepareWrite(size_t min) {
-  if (IntoDestination()) {
-    return dest_.subspan(dest_filled_, std::min(dest_.size() - dest_filled_, divert_left_));
-  }
+size_t RecordReader::CapacityFor(size_t min) const {
+  if (IntoDestination()) return capacity_;
   if (divert_left_ > 0) {
-    // Diverted bytes past the destination: read into scratch and dropped.
-    if (capacity_ == end_) Reserve(std::max<size_t>(end_ + 64 * 1024, capacity_ * 2));
-    return {buf_.get() + end_, std::min(capacity_ - end_, divert_left_)};
+    return capacity_ == end_ ? std::max<size_t>(end_ + 64 * 1024, capacity_ * 2) : capacity_;
   }
-  Compact();
+  size_t end = end_ - CompactBase();
   size_t want = min;
   if (in_fragment_) {
     // Let one read land the rest of a large fragment in place.
     size_t have = end_ - fragment_data_;
     if (fragment_len_ > have) want = std::max(want, fragment_len_ - have);
   }
-  if (capacity_ - end_ < want) Reserve(std::max(end_ + want, capacity_ * 2));
+  return capacity_ - end < want ? std::max(end + want, capacity_ * 2) : capacity_;
+}
+
+std::span<std::byte> RecordReader::PrepareWrite(size_t min) {
+  if (IntoDestination()) {
+    return dest_.subspan(dest_filled_, std::min(dest_.size() - dest_filled_, divert_left_));
+  }
+  size_t capacity = CapacityFor(min);
+  if (divert_left_ > 0) {
+    // Diverted bytes past the destination: read into scratch and dropped.
+    Reserve(capacity);
+    return {buf_.get() + end_, std::min(capacity_ - end_, divert_left_)};
+  }
+  Compact();
+  Reserve(capacity);
   return {buf_.get() + end_, capacity_ - end_};
 }
 

@@ -35,6 +35,9 @@ class RecordReader {
   // span is the diversion's destination (see IntoDestination()), or scratch for
   // bytes to drop, and never reaches past the diverted bytes.
   std::span<std::byte> PrepareWrite(size_t min = 64 * 1024);
+  // The capacity PrepareWrite(min) would leave the buffer with, without changing it:
+  // a server checks it against its memory budget before growing.
+  size_t CapacityFor(size_t min = 64 * 1024) const;
   // Declares that `n` bytes were written at the front of PrepareWrite()'s span.
   void CommitWrite(size_t n);
 
@@ -72,6 +75,7 @@ class RecordReader {
   void ShrinkIfIdle(size_t keep_capacity);
 
  private:
+  size_t CompactBase() const;  // where Compact() would move the buffer's front from
   void Compact();
   void Reserve(size_t capacity);
 

@@ -33,6 +33,24 @@ using Clock = std::chrono::steady_clock;
 // this size needs no allocation).
 constexpr size_t kQuietReceiveBuffer = 64u << 10;
 
+// What a receive buffer of `capacity` bytes takes of the server's receive budget: every
+// connection has its base free, so calls of up to that size are never held for it.
+size_t ReceiveCharge(size_t capacity) {
+  return capacity > kQuietReceiveBuffer ? capacity - kQuietReceiveBuffer : 0;
+}
+
+// A record of max_record bytes may need up to twice that (a buffer doubles as it grows),
+// so a smaller budget could never let it in.
+size_t ReceiveLimit(const TcpServerOptions& o) {
+  return o.max_receive_memory == 0 ? 0 : std::max(o.max_receive_memory, 2 * o.max_record);
+}
+
+constexpr const char* kStalled = "stalled in the middle of a record";
+constexpr const char* kNotReading = "not reading its replies";
+constexpr const char* kSlowRecord =
+    "sending a call too slowly while others wait for receive memory";
+constexpr const char* kWaitedReceive = "waited too long for receive memory with part of a call";
+
 // Every fd in an epoll set points at one of these.
 struct EpollItem {
   virtual ~EpollItem() = default;
@@ -99,14 +117,28 @@ class TcpServer::Connection : public EpollItem,
   void FlushLocked();
   void UpdateInterestLocked();
   bool ShouldPauseLocked() const;
-  // Brings the server's count of receive-buffer bytes in line with reader_ (I/O thread).
+  // Brings the server's count of receive-buffer bytes and its receive budget in line
+  // with reader_ (I/O thread).
   void CountReceiveBuffer();
+  // Takes from the receive budget what the next read's buffer needs, or pauses reading
+  // until it has room. False: paused (I/O thread).
+  bool ReserveReceiveBuffer();
 
   IoThread* thread_;
   int fd_;
   Peer peer_;
-  RecordReader reader_;          // I/O thread only
-  size_t receive_counted_ = 0;   // reader_'s capacity as counted in the server's counters
+  RecordReader reader_;         // I/O thread only
+  size_t receive_counted_ = 0;  // reader_'s capacity as counted in the server's counters
+  size_t receive_charged_ = 0;  // taken from the server's receive budget (I/O thread)
+  // The call partly received began arriving then: a slow one is closed while others wait
+  // for receive memory (I/O thread).
+  Clock::time_point record_since_;
+  uint64_t records_read_ = 0;             // I/O thread
+  Clock::time_point receive_wait_since_;  // I/O thread
+  // Reads paused until the receive budget has room: written on the I/O thread under
+  // out_mu_, read by UpdateInterestLocked under it.
+  bool waiting_receive_memory_ = false;
+  std::atomic<bool> receive_wait_registered_{false};
   bool receive_closed_ = false;  // closed: reader_ counts for nothing (I/O thread)
   Clock::time_point last_activity_;
   Clock::time_point last_progress_;
@@ -421,6 +453,7 @@ void TcpServer::Connection::ReadAndDispatch() {
       std::lock_guard lock(out_mu_);
       if (held_) break;
     }
+    if (!ReserveReceiveBuffer()) break;
     std::span<std::byte> space = reader_.PrepareWrite();
     CountReceiveBuffer();
     ssize_t n = ::read(fd_, space.data(), space.size());
@@ -429,10 +462,14 @@ void TcpServer::Connection::ReadAndDispatch() {
       if (errno == EAGAIN || errno == EINTR) break;
       return end(std::strerror(errno));
     }
+    bool had_partial = reader_.HasPartial();
+    uint64_t records_before = records_read_;
     reader_.CommitWrite(static_cast<size_t>(n));
     server->counters_.bytes_in.Add(static_cast<uint64_t>(n));
     last_activity_ = last_progress_ = Clock::now();
     if (!DispatchBuffered(&inline_replies, &pending)) return too_large();
+    // What is left began in this read if it followed a whole call (or nothing).
+    if (!had_partial || records_read_ != records_before) record_since_ = last_progress_;
     if (static_cast<size_t>(n) < space.size()) break;  // drained the socket
   }
   std::lock_guard lock(out_mu_);
@@ -443,8 +480,45 @@ void TcpServer::Connection::ReadAndDispatch() {
   CountReceiveBuffer();
 }
 
+bool TcpServer::Connection::ReserveReceiveBuffer() {
+  TcpServer* server = thread_->server();
+  MemoryBudget& budget = server->receive_budget_;
+  size_t need = ReceiveCharge(reader_.CapacityFor());
+  if (need > receive_charged_ && !budget.TryAdd(need - receive_charged_)) {
+    if (!waiting_receive_memory_) {
+      server->counters_.receive_memory_holds.fetch_add(1, std::memory_order_relaxed);
+      receive_wait_since_ = Clock::now();
+      std::lock_guard lock(out_mu_);
+      waiting_receive_memory_ = true;
+      UpdateInterestLocked();
+    }
+    if (!receive_wait_registered_.exchange(true)) {
+      budget.WaitForRoom(
+          [thread = thread_, weak = weak_from_this()] {
+            if (auto self = weak.lock()) self->receive_wait_registered_.store(false);
+            thread->Resume(weak);
+          },
+          need - receive_charged_);
+    }
+    return false;
+  }
+  receive_charged_ = std::max(receive_charged_, need);
+  if (waiting_receive_memory_) {
+    std::lock_guard lock(out_mu_);
+    waiting_receive_memory_ = false;
+    UpdateInterestLocked();
+  }
+  return true;
+}
+
 void TcpServer::Connection::CountReceiveBuffer() {
   size_t now = receive_closed_ ? 0 : reader_.capacity();
+  // Reserved before the buffer grew: only a buffer that shrank gives some back.
+  size_t charge = ReceiveCharge(now);
+  if (charge < receive_charged_) {
+    thread_->server()->receive_budget_.Release(receive_charged_ - charge);
+    receive_charged_ = charge;
+  }
   if (now == receive_counted_) return;
   auto& counters = thread_->server()->counters_;
   if (now > receive_counted_) {
@@ -502,6 +576,7 @@ bool TcpServer::Connection::DispatchBuffered(std::vector<OutBuffer>* inline_repl
     RecordReader::Status st = reader_.Next(&record);
     if (st == RecordReader::Status::kTooLarge) return false;
     if (st != RecordReader::Status::kRecord) return true;
+    ++records_read_;
     server->counters_.records.Add();
     size_t before = inline_replies->size();
     HandleRecord(record, inline_replies);
@@ -654,7 +729,7 @@ void TcpServer::Connection::UpdateInterestLocked() {
     resume_posted_ = true;
     thread_->Resume(weak_from_this());
   }
-  read_paused_ = over || held_;
+  read_paused_ = over || held_ || waiting_receive_memory_;
   uint32_t want = (read_paused_ ? 0u : uint32_t{EPOLLIN}) | (want_out_ ? uint32_t{EPOLLOUT} : 0u);
   if (want != interest_) {
     thread_->Modify(fd_, this, want);
@@ -666,12 +741,27 @@ bool TcpServer::Connection::Idle(Clock::time_point now, const TcpServerOptions& 
                                  const char** why) const {
   std::lock_guard lock(out_mu_);
   if (!out_queue_.empty() && now - last_sent_ > o.send_timeout) {
-    *why = "not reading its replies";
+    *why = kNotReading;
     return true;
   }
   if (in_flight_ > 0 || !out_queue_.empty()) return false;
+  // Receive memory is given back only as calls complete: without these two, connections
+  // holding parts of calls, all waiting for more, or one trickling its call byte by byte,
+  // would keep everyone else's large calls out for as long as they stay connected.
+  if (waiting_receive_memory_) {
+    if (receive_charged_ > 0 && now - receive_wait_since_ > o.stall_timeout) {
+      *why = kWaitedReceive;
+      return true;
+    }
+    return false;  // not reading is the server's doing, not the client's
+  }
+  if (receive_charged_ > 0 && !held_ && reader_.HasPartial() &&
+      thread_->server()->receive_budget_.HasWaiters() && now - record_since_ > o.stall_timeout) {
+    *why = kSlowRecord;
+    return true;
+  }
   if (reader_.HasPartial() && now - last_progress_ > o.stall_timeout) {
-    *why = "stalled in the middle of a record";
+    *why = kStalled;
     return true;
   }
   if (now - last_activity_ > o.idle_timeout) {
@@ -698,10 +788,14 @@ void TcpServer::Connection::Close(const char* why) {
   TcpServer* server = thread_->server();
   server->counters_.open.fetch_sub(1);
   thread_->connections.fetch_sub(1, std::memory_order_relaxed);
-  if (std::strcmp(why, "stalled in the middle of a record") == 0) {
+  if (why == kStalled) {
     server->counters_.closed_bad_record.fetch_add(1);
     log::Warn("{}:{}: closing connection: {}", peer_.host, peer_.port, why);
-  } else if (std::strcmp(why, "not reading its replies") == 0) {
+  } else if (why == kSlowRecord || why == kWaitedReceive) {
+    server->counters_.closed_receive_memory.fetch_add(1);
+    log::Warn("{}:{}: closing connection: {} (over {} s; --max-receive-memory)", peer_.host,
+              peer_.port, why, server->options_.stall_timeout.count());
+  } else if (why == kNotReading) {
     server->counters_.closed_not_reading.fetch_add(1);
     log::Warn("{}:{}: closing connection: {} for {} s", peer_.host, peer_.port, why,
               server->options_.send_timeout.count());
@@ -724,7 +818,10 @@ int UsableCpus() {
 }  // namespace
 
 TcpServer::TcpServer(Dispatcher& dispatcher, TcpServerOptions options)
-    : dispatcher_(dispatcher), options_(options), budget_(options.max_reply_memory) {
+    : dispatcher_(dispatcher),
+      options_(options),
+      budget_(options.max_reply_memory),
+      receive_budget_(ReceiveLimit(options)) {
   if (options_.io_threads < 1) options_.io_threads = UsableCpus();
   if (options_.worker_threads < 1) options_.worker_threads = 1;
   for (int i = 0; i < options_.io_threads; ++i) {

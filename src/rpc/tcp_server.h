@@ -50,6 +50,14 @@ struct TcpServerOptions {
   // each answer are served while pipelining ones are held. The total thus stays under
   // this plus one reply per connection. 0: no limit.
   size_t max_reply_memory = 512u << 20;
+  // All connections together: receive buffers beyond 64 KiB each (calls larger than that
+  // being received, and buffers kept between large calls). A connection that needs more
+  // for its call waits, not reading, until others give some back; the whole record is
+  // asked for at its record mark, so one granted always completes without asking again.
+  // A connection that holds some while its call goes on for stall_timeout and others
+  // wait is closed, as is one that waited that long holding part of a call. 0: no limit;
+  // else at least max_record.
+  size_t max_receive_memory = 256u << 20;
 };
 
 struct TcpServerCounters {
@@ -69,10 +77,12 @@ struct TcpServerCounters {
   // not in the page cache), run again by a worker.
   std::atomic<uint64_t> moved_off_loop{0};
   // Receive buffers of all connections now (a call is assembled whole in one), and at
-  // most so far. Not in max_reply_memory: bounded by max_connections x max_record, and
-  // a connection quiet for a second keeps at most 64 KiB.
+  // most so far: max_receive_memory plus 64 KiB per connection, and a connection quiet
+  // for a second keeps at most 64 KiB.
   std::atomic<uint64_t> receive_buffer_bytes{0};
   std::atomic<uint64_t> receive_buffer_peak{0};
+  std::atomic<uint64_t> receive_memory_holds{0};   // reads paused: max_receive_memory spent
+  std::atomic<uint64_t> closed_receive_memory{0};  // closed for holding it too long
 };
 
 class TcpServer {
@@ -96,6 +106,9 @@ class TcpServer {
   // Bytes held for all connections now, and at most so far (max_reply_memory).
   size_t reply_memory() const { return budget_.used(); }
   size_t reply_memory_peak() const { return budget_.peak(); }
+  // Receive-buffer bytes beyond each connection's base, now and at most (max_receive_memory).
+  size_t receive_memory() const { return receive_budget_.used(); }
+  size_t receive_memory_peak() const { return receive_budget_.peak(); }
 
   class IoThread;  // internal
   class Connection;
@@ -105,6 +118,7 @@ class TcpServer {
   TcpServerOptions options_;
   TcpServerCounters counters_;
   MemoryBudget budget_;
+  MemoryBudget receive_budget_;
   std::vector<int> listen_fds_;
   std::unique_ptr<WorkerPool> workers_;
   std::vector<std::unique_ptr<IoThread>> io_threads_;

@@ -575,6 +575,78 @@ TEST(TcpLimitTest, ConnectionsTogetherStayWithinTheReplyMemoryBudget) {
   server.Stop();
 }
 
+// Connections that each send most of a large call and then only trickle the rest: each
+// one the server reads holds a buffer of the whole call. Together they stay within the
+// receive budget (before, 6 x 2 MiB here: 3x it), the ones left waiting are not
+// blamed for not sending, and a client with a large call of its own gets in because a
+// trickler holding the memory is closed once others wait for it (its bytes keep coming,
+// so the stall timeout never would).
+TEST(TcpLimitTest, ConnectionsReceivingCallsStayWithinTheReceiveMemoryBudget) {
+  constexpr size_t kRecord = 2 << 20, kBudget = 2 * kRecord;
+  constexpr int kHogs = 6;
+  Dispatcher dispatcher;
+  dispatcher.Register(NullAndEcho());
+  TcpServerOptions o;
+  o.max_record = kRecord;
+  o.max_receive_memory = kBudget;
+  o.stall_timeout = std::chrono::seconds(2);
+  TcpServer server(dispatcher, o);
+  auto port = server.Listen("127.0.0.1", 0);
+  ASSERT_TRUE(port.has_value());
+  server.Start();
+
+  std::vector<int> hogs;
+  std::vector<std::byte> part(kRecord * 3 / 4, std::byte{1});
+  for (int i = 0; i < kHogs; ++i) {
+    int fd = RawSocketTo(*port);
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    uint32_t mark = htonl(kLastFragment | static_cast<uint32_t>(kRecord - 64));
+    ASSERT_EQ(send(fd, &mark, 4, MSG_NOSIGNAL), 4);
+    // As much of it as the socket takes: a hog the server does not read stops early.
+    for (size_t sent = 0; sent < part.size();) {
+      ssize_t n = send(fd, part.data() + sent, part.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) break;
+      sent += static_cast<size_t>(n);
+    }
+    hogs.push_back(fd);
+  }
+  // One byte of each call every 100 ms: progress, never the end of the call.
+  std::atomic<bool> stop{false};
+  std::thread trickle([&] {
+    std::byte b{2};
+    while (!stop.load()) {
+      for (int fd : hogs) send(fd, &b, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  EXPECT_TRUE(testing::WaitFor([&] { return server.counters().receive_memory_holds.load() > 0; },
+                               std::chrono::seconds(20)))
+      << "no hog was ever held";
+
+  RpcClientOptions co;
+  co.timeout = std::chrono::seconds(60);
+  co.max_retransmits = 0;
+  auto polite = RpcClient::Connect("127.0.0.1", *port, co);
+  ASSERT_TRUE(polite.has_value());
+  std::vector<std::byte> payload(kRecord / 2, std::byte{9});
+  auto r =
+      (*polite)->CallSync(kProg, kVers, kEcho, {}, [&](xdr::XdrEncoder& e) { e.Bytes(payload); });
+  EXPECT_TRUE(EchoedBack(r, payload)) << "a large call never got receive memory";
+  EXPECT_GT(server.counters().closed_receive_memory.load(), 0u);
+  stop.store(true);
+  trickle.join();
+
+  EXPECT_LE(server.receive_memory_peak(), kBudget);
+  // Each connection's base of 64 KiB is outside the budget.
+  EXPECT_LE(server.counters().receive_buffer_peak.load(), kBudget + (kHogs + 1) * (64u << 10))
+      << "receive buffers beyond the budget";
+  for (int fd : hogs) close(fd);
+  polite->reset();
+  testing::WaitFor([&] { return server.receive_memory() == 0; });
+  EXPECT_EQ(server.receive_memory(), 0u) << "closed connections still hold receive memory";
+  server.Stop();
+}
+
 TEST_F(TcpTest, GarbageRecordIsDroppedAndConnectionKeepsWorking) {
   int fd = RawSocket();
   // A record of 8 junk bytes, then a valid NULL call on the same connection.

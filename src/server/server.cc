@@ -163,8 +163,12 @@ std::string Server::StatsReport() const {
   out += fmt::format("reply memory {} KiB, peak {} KiB; connections held for it {} times\n",
                      transport_->reply_memory() >> 10, transport_->reply_memory_peak() >> 10,
                      c.memory_holds.load());
-  out += fmt::format("receive buffers {} KiB, peak {} KiB\n", c.receive_buffer_bytes.load() >> 10,
-                     c.receive_buffer_peak.load() >> 10);
+  out += fmt::format(
+      "receive buffers {} KiB, peak {} KiB; receive memory {} KiB, peak {} KiB; reads paused "
+      "for it {} times, connections closed holding it {}\n",
+      c.receive_buffer_bytes.load() >> 10, c.receive_buffer_peak.load() >> 10,
+      transport_->receive_memory() >> 10, transport_->receive_memory_peak() >> 10,
+      c.receive_memory_holds.load(), c.closed_receive_memory.load());
   out += fmt::format("calls moved off the event loops to wait on the disk: {}\n",
                      c.moved_off_loop.load());
   out += fmt::format("calls refused {}, verifier rotations {}\n", dispatcher_.garbage_calls(),

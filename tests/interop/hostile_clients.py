@@ -167,6 +167,8 @@ def main():
     ap.add_argument("--writes", type=int, default=64)
     ap.add_argument("--listers", type=int, default=2)
     ap.add_argument("--lists", type=int, default=64)
+    ap.add_argument("--partial", type=int, default=48,
+                    help="connections that send 3 MiB of one 4 MiB WRITE call, then nothing")
     ap.add_argument("--seconds", type=float, default=6)
     ap.add_argument("--rss-bound-mib", type=int, default=192)
     a = ap.parse_args()
@@ -205,6 +207,15 @@ def main():
             body = opaque(dirfh) + p64(0) + b"\0" * 8 + p32(0xFFFFFFFF) + p32(0xFFFFFFFF)
             rs.append(call(xid, NFS, 3, READDIRPLUS, body))
         recs.append(rs)
+
+    # Most of a call the server may take (4 MiB, its --max-record), then silence: each
+    # connection the server reads holds a buffer of the whole call until the stall timeout.
+    whole = (4 << 20) - 64
+    for _ in range(a.partial):
+        xid += 1
+        head = p32(xid) + p32(0) + p32(2) + p32(NFS) + p32(3) + p32(WRITE) + CRED + VERF
+        head += opaque(target) + p64(0) + p32(whole - 200) + p32(UNSTABLE) + p32(whole - 200)
+        recs.append([p32(0x80000000 | whole) + head + b"p" * (3 << 20)])
 
     # Off the page cache, so that the READs wait on the disk: the server runs them on its
     # workers, where their replies are made only later.
@@ -267,7 +278,8 @@ def main():
     p99 = lat_ms[min(len(lat_ms) - 1, int(len(lat_ms) * 0.99))]
     grew_mib = (peak - base) / 1024
     print(f"hogs: {a.readers} x {a.reads} READs of 1 MiB, {a.writers} x {a.writes} WRITEs of "
-          f"1 MiB, {a.listers} x {a.lists} READDIRPLUS of maxcount 4 GiB; none read a reply")
+          f"1 MiB, {a.listers} x {a.lists} READDIRPLUS of maxcount 4 GiB, {a.partial} x 3 MiB of "
+          f"a 4 MiB WRITE call; none read a reply")
     print(f"server RSS: {base // 1024} MiB before, {peak // 1024} MiB at peak "
           f"(+{grew_mib:.0f} MiB; bound {a.rss_bound_mib} MiB)")
     print(f"polite client: {len(lat_ms)} calls, latency p50 {statistics.median(lat_ms):.2f} ms, "
