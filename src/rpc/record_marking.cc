@@ -128,6 +128,17 @@ RecordReader::Status RecordReader::Next(std::span<std::byte>* record) {
   }
 }
 
+void RecordReader::ShrinkToFit(size_t keep_capacity) {
+  if (divert_left_ > 0) return;
+  Compact();
+  size_t want = std::max(end_, keep_capacity);
+  if (want >= capacity_) return;
+  auto fresh = std::make_unique_for_overwrite<std::byte[]>(want);
+  if (end_ != 0) std::memcpy(fresh.get(), buf_.get(), end_);
+  buf_ = std::move(fresh);
+  capacity_ = want;
+}
+
 void RecordReader::ShrinkIfIdle(size_t keep_capacity) {
   if (capacity_ <= keep_capacity || HasPartial()) return;
   buf_.reset();

@@ -73,6 +73,9 @@ class RecordReader {
 
   // Releases a large buffer when nothing is pending (idle connections stay small).
   void ShrinkIfIdle(size_t keep_capacity);
+  // Keeps only the bytes received and not yet taken (at least `keep_capacity`), whatever
+  // is pending: memory another connection is waiting for. Invalidates spans from Next().
+  void ShrinkToFit(size_t keep_capacity);
 
  private:
   size_t CompactBase() const;  // where Compact() would move the buffer's front from

@@ -126,6 +126,39 @@ TEST(RecordReaderTest, PartialRecordIsReportedAndShrinkKeepsIt) {
   EXPECT_EQ(rec.size(), 2000u);
 }
 
+// A reader shrunk to what it holds, at every point of a stream of records in several
+// fragments (after whole records, mid-fragment, between fragments), still gives every
+// record back whole; and what CapacityFor() says PrepareWrite() will make the buffer is
+// what it makes.
+TEST(RecordReaderTest, ShrinkingToFitAnywhereKeepsEveryRecordWhole) {
+  std::vector<std::pair<std::string, std::vector<size_t>>> recs;
+  for (int i = 0; i < 6; ++i) {
+    std::string body(9000 + static_cast<size_t>(i) * 777, static_cast<char>('a' + i));
+    recs.push_back({body, {1000, 3000, body.size() - 4000}});
+  }
+  auto stream = Frame(recs);
+  for (size_t chunk : {7u, 100u, 1500u, 4096u, 20000u}) {
+    RecordReader r(1 << 20);
+    std::vector<std::string> got;
+    for (size_t pos = 0; pos < stream.size();) {
+      size_t expect = r.CapacityFor(chunk);
+      auto space = r.PrepareWrite(chunk);
+      ASSERT_EQ(r.capacity(), expect) << "chunk " << chunk << " at " << pos;
+      size_t n = std::min({chunk, space.size(), stream.size() - pos});
+      std::memcpy(space.data(), stream.data() + pos, n);
+      r.CommitWrite(n);
+      pos += n;
+      std::span<std::byte> rec;
+      while (r.Next(&rec) == RecordReader::Status::kRecord) {
+        got.emplace_back(reinterpret_cast<const char*>(rec.data()), rec.size());
+      }
+      r.ShrinkToFit(16);
+    }
+    ASSERT_EQ(got.size(), recs.size()) << "chunk " << chunk;
+    for (size_t i = 0; i < recs.size(); ++i) EXPECT_EQ(got[i], recs[i].first) << i;
+  }
+}
+
 // Feeds `stream` in reads of at most `chunk` bytes, diverting the first record's
 // bytes [at, at + len) to `dest` as soon as `head` of its bytes are buffered.
 std::vector<std::string> FeedDiverting(RecordReader& r, const std::vector<std::byte>& stream,

@@ -17,6 +17,7 @@
 #include <deque>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
 
 #include "base/atomic_max.h"
 #include "base/buffer_pool.h"
@@ -39,10 +40,12 @@ size_t ReceiveCharge(size_t capacity) {
   return capacity > kQuietReceiveBuffer ? capacity - kQuietReceiveBuffer : 0;
 }
 
-// A record of max_record bytes may need up to twice that (a buffer doubles as it grows),
-// so a smaller budget could never let it in.
+// A record of max_record bytes may need up to twice that and a read more (a buffer
+// doubles as it grows), so a smaller budget could never let it in.
 size_t ReceiveLimit(const TcpServerOptions& o) {
-  return o.max_receive_memory == 0 ? 0 : std::max(o.max_receive_memory, 2 * o.max_record);
+  return o.max_receive_memory == 0
+             ? 0
+             : std::max(o.max_receive_memory, 2 * o.max_record + (256u << 10));
 }
 
 constexpr const char* kStalled = "stalled in the middle of a record";
@@ -138,8 +141,8 @@ class TcpServer::Connection : public EpollItem,
   // Reads paused until the receive budget has room: written on the I/O thread under
   // out_mu_, read by UpdateInterestLocked under it.
   bool waiting_receive_memory_ = false;
-  std::atomic<bool> receive_wait_registered_{false};
-  bool receive_closed_ = false;  // closed: reader_ counts for nothing (I/O thread)
+  std::atomic<size_t> receive_wait_need_{0};  // registered with the budget for this; 0: none
+  bool receive_closed_ = false;               // closed: reader_ counts for nothing (I/O thread)
   Clock::time_point last_activity_;
   Clock::time_point last_progress_;
 
@@ -446,7 +449,9 @@ void TcpServer::Connection::ReadAndDispatch() {
     end("record too large");
   };
   // Records held back earlier come first; new bytes are read only once those ran.
+  uint64_t records_held = records_read_;
   if (!DispatchBuffered(&inline_replies, &pending)) return too_large();
+  if (records_read_ != records_held) record_since_ = Clock::now();  // held by the server
   // Bounded reads per wakeup keep one busy client from starving the others.
   for (int round = 0; round < 8; ++round) {
     {
@@ -476,7 +481,10 @@ void TcpServer::Connection::ReadAndDispatch() {
   QueueInlineLocked(&inline_replies);
   if (closed_) return;
   FlushLocked();
-  if (!reader_.HasPartial()) reader_.ShrinkIfIdle(1u << 20);
+  // A buffer is kept for a client's next large call, unless others wait for the memory.
+  if (!reader_.HasPartial()) {
+    reader_.ShrinkIfIdle(server->receive_waiters_.load() > 0 ? kQuietReceiveBuffer : 1u << 20);
+  }
   CountReceiveBuffer();
 }
 
@@ -484,26 +492,45 @@ bool TcpServer::Connection::ReserveReceiveBuffer() {
   TcpServer* server = thread_->server();
   MemoryBudget& budget = server->receive_budget_;
   size_t need = ReceiveCharge(reader_.CapacityFor());
-  if (need > receive_charged_ && !budget.TryAdd(need - receive_charged_)) {
+  auto granted = [&] {
+    if (need > receive_charged_ && !budget.TryAdd(need - receive_charged_)) return false;
+    receive_charged_ = std::max(receive_charged_, need);
+    return true;
+  };
+  if (!granted()) {
+    // Hold only the bytes really received while waiting: a buffer kept from an earlier
+    // call, or doubled as it grew, is memory another connection may be waiting for.
+    reader_.ShrinkToFit(kQuietReceiveBuffer);
+    CountReceiveBuffer();
+    need = ReceiveCharge(reader_.CapacityFor());
+  }
+  if (!granted()) {
     if (!waiting_receive_memory_) {
       server->counters_.receive_memory_holds.fetch_add(1, std::memory_order_relaxed);
+      server->receive_waiters_.fetch_add(1);
       receive_wait_since_ = Clock::now();
       std::lock_guard lock(out_mu_);
       waiting_receive_memory_ = true;
       UpdateInterestLocked();
     }
-    if (!receive_wait_registered_.exchange(true)) {
+    // Once per need: a wake-up for a larger one registered before would come too late.
+    size_t more = need - receive_charged_;
+    size_t registered = receive_wait_need_.load();
+    if (registered == 0 || more < registered) {
+      receive_wait_need_.store(more);
       budget.WaitForRoom(
           [thread = thread_, weak = weak_from_this()] {
-            if (auto self = weak.lock()) self->receive_wait_registered_.store(false);
+            if (auto self = weak.lock()) self->receive_wait_need_.store(0);
             thread->Resume(weak);
           },
-          need - receive_charged_);
+          more);
     }
     return false;
   }
-  receive_charged_ = std::max(receive_charged_, need);
   if (waiting_receive_memory_) {
+    // The wait was the server's doing: the call's clocks start again now.
+    record_since_ = last_progress_ = Clock::now();
+    server->receive_waiters_.fetch_sub(1);
     std::lock_guard lock(out_mu_);
     waiting_receive_memory_ = false;
     UpdateInterestLocked();
@@ -513,22 +540,24 @@ bool TcpServer::Connection::ReserveReceiveBuffer() {
 
 void TcpServer::Connection::CountReceiveBuffer() {
   size_t now = receive_closed_ ? 0 : reader_.capacity();
-  // Reserved before the buffer grew: only a buffer that shrank gives some back.
+  if (now != receive_counted_) {
+    auto& counters = thread_->server()->counters_;
+    if (now > receive_counted_) {
+      uint64_t total = counters.receive_buffer_bytes.fetch_add(now - receive_counted_) +
+                       (now - receive_counted_);
+      RaiseTo(counters.receive_buffer_peak, total, std::memory_order_seq_cst);
+    } else {
+      counters.receive_buffer_bytes.fetch_sub(receive_counted_ - now);
+    }
+    receive_counted_ = now;
+  }
+  // Reserved before the buffer grew: only a buffer that shrank gives some back, and only
+  // once it is off the count above, or another connection's use of it would count twice.
   size_t charge = ReceiveCharge(now);
   if (charge < receive_charged_) {
     thread_->server()->receive_budget_.Release(receive_charged_ - charge);
     receive_charged_ = charge;
   }
-  if (now == receive_counted_) return;
-  auto& counters = thread_->server()->counters_;
-  if (now > receive_counted_) {
-    uint64_t total =
-        counters.receive_buffer_bytes.fetch_add(now - receive_counted_) + (now - receive_counted_);
-    RaiseTo(counters.receive_buffer_peak, total, std::memory_order_seq_cst);
-  } else {
-    counters.receive_buffer_bytes.fetch_sub(receive_counted_ - now);
-  }
-  receive_counted_ = now;
 }
 
 void TcpServer::Connection::ShrinkIfQuiet(Clock::time_point now) {
@@ -756,7 +785,7 @@ bool TcpServer::Connection::Idle(Clock::time_point now, const TcpServerOptions& 
     return false;  // not reading is the server's doing, not the client's
   }
   if (receive_charged_ > 0 && !held_ && reader_.HasPartial() &&
-      thread_->server()->receive_budget_.HasWaiters() && now - record_since_ > o.stall_timeout) {
+      thread_->server()->receive_waiters_.load() > 0 && now - record_since_ > o.stall_timeout) {
     *why = kSlowRecord;
     return true;
   }
@@ -782,6 +811,8 @@ void TcpServer::Connection::Close(const char* why) {
     out_bytes_ = out_offset_ = 0;
     thread_->Remove(fd_);
     ::shutdown(fd_, SHUT_RDWR);
+    if (std::exchange(waiting_receive_memory_, false))
+      thread_->server()->receive_waiters_.fetch_sub(1);
   }
   receive_closed_ = true;
   CountReceiveBuffer();

@@ -56,7 +56,7 @@ struct TcpServerOptions {
   // asked for at its record mark, so one granted always completes without asking again.
   // A connection that holds some while its call goes on for stall_timeout and others
   // wait is closed, as is one that waited that long holding part of a call. 0: no limit;
-  // else at least max_record.
+  // else at least twice max_record (and 256 KiB).
   size_t max_receive_memory = 256u << 20;
 };
 
@@ -119,6 +119,7 @@ class TcpServer {
   TcpServerCounters counters_;
   MemoryBudget budget_;
   MemoryBudget receive_budget_;
+  std::atomic<size_t> receive_waiters_{0};  // connections not read until it has room
   std::vector<int> listen_fds_;
   std::unique_ptr<WorkerPool> workers_;
   std::vector<std::unique_ptr<IoThread>> io_threads_;
