@@ -11,7 +11,10 @@ namespace nfsx::rpc {
 RecordReader::RecordReader(size_t max_record) : max_record_(max_record) {}
 
 void RecordReader::Reserve(size_t capacity) {
-  if (capacity <= capacity_) return;
+  if (capacity > capacity_) Reallocate(capacity);
+}
+
+void RecordReader::Reallocate(size_t capacity) {
   auto fresh = std::make_unique_for_overwrite<std::byte[]>(capacity);
   if (end_ != 0) std::memcpy(fresh.get(), buf_.get(), end_);
   buf_ = std::move(fresh);
@@ -132,11 +135,7 @@ void RecordReader::ShrinkToFit(size_t keep_capacity) {
   if (divert_left_ > 0) return;
   Compact();
   size_t want = std::max(end_, keep_capacity);
-  if (want >= capacity_) return;
-  auto fresh = std::make_unique_for_overwrite<std::byte[]>(want);
-  if (end_ != 0) std::memcpy(fresh.get(), buf_.get(), end_);
-  buf_ = std::move(fresh);
-  capacity_ = want;
+  if (want < capacity_) Reallocate(want);
 }
 
 void RecordReader::ShrinkIfIdle(size_t keep_capacity) {

@@ -81,6 +81,8 @@ class RecordReader {
   size_t CompactBase() const;  // where Compact() would move the buffer's front from
   void Compact();
   void Reserve(size_t capacity);
+  // A buffer of `capacity` bytes (at least end_) holding the received bytes.
+  void Reallocate(size_t capacity);
 
   size_t max_record_;
   std::unique_ptr<std::byte[]> buf_;

@@ -271,19 +271,16 @@ class HoldingProxy {
       }
       return false;
     }
+    if (call.proc == nfs3::nfsproc3::WRITE) MaybeSayFileSync(rec);
     {
       std::lock_guard lock(gate_mu_);
       if (call.proc == hold_proc_ && call.read_offset == hold_at_ && !held_reply_) {
-        if (call.proc == nfs3::nfsproc3::WRITE) MaybeSayFileSync(rec);
         held_reply_.emplace(c, std::vector<std::byte>(rec.begin(), rec.end()));
         gate_cv_.notify_all();
         return true;
       }
     }
-    if (call.proc == nfs3::nfsproc3::WRITE) {
-      MaybeSayFileSync(rec);
-      return false;
-    }
+    if (call.proc == nfs3::nfsproc3::WRITE) return false;
     {
       std::unique_lock lock(gate_mu_);
       if (call.read_offset == delay_read_at_) {
