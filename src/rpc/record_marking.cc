@@ -45,9 +45,14 @@ size_t RecordReader::CapacityFor(size_t min) const {
   size_t end = end_ - CompactBase();
   size_t want = min;
   if (in_fragment_) {
-    // Let one read land the rest of a large fragment in place.
     size_t have = end_ - fragment_data_;
-    if (fragment_len_ > have) want = std::max(want, fragment_len_ - have);
+    if (fragment_len_ > have) {
+      // A fragment of known length: room for exactly its rest lets one read land it in
+      // place, and sized to it (not doubled, nor grown for `min` when a few bytes are
+      // missing) the buffer stays the size the client's next call of that size needs.
+      want = fragment_len_ - have;
+      return capacity_ - end < want ? end + want : capacity_;
+    }
   }
   return capacity_ - end < want ? std::max(end + want, capacity_ * 2) : capacity_;
 }

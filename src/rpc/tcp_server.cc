@@ -34,6 +34,12 @@ using Clock = std::chrono::steady_clock;
 // this size needs no allocation).
 constexpr size_t kQuietReceiveBuffer = 64u << 10;
 
+// What a connection keeps between calls while nobody waits for receive memory: room for
+// a 1 MiB WRITE (the wsize Linux clients use) with its RPC and NFS headers, so that a
+// client writing 1 MiB at a time does not get a fresh buffer, and its page faults, for
+// every call.
+constexpr size_t kKeptReceiveBuffer = (1u << 20) + (64u << 10);
+
 // What a receive buffer of `capacity` bytes takes of the server's receive budget: every
 // connection has its base free, so calls of up to that size are never held for it.
 size_t ReceiveCharge(size_t capacity) {
@@ -483,7 +489,8 @@ void TcpServer::Connection::ReadAndDispatch() {
   FlushLocked();
   // A buffer is kept for a client's next large call, unless others wait for the memory.
   if (!reader_.HasPartial()) {
-    reader_.ShrinkIfIdle(server->receive_waiters_.load() > 0 ? kQuietReceiveBuffer : 1u << 20);
+    reader_.ShrinkIfIdle(server->receive_waiters_.load() > 0 ? kQuietReceiveBuffer
+                                                             : kKeptReceiveBuffer);
   }
   CountReceiveBuffer();
 }

@@ -501,7 +501,8 @@ TEST(TcpLimitTest, QuietConnectionsGiveTheirLargeReceiveBuffersBack) {
   ASSERT_TRUE(port.has_value());
   server.Start();
   std::vector<std::unique_ptr<RpcClient>> clients;
-  // Half a MiB: a buffer of up to 1 MiB is kept after a call (larger ones are freed at once).
+  // Half a MiB: a buffer of up to 1 MiB + 64 KiB is kept after a call (larger ones are
+  // freed at once).
   std::vector<std::byte> payload(512 << 10, std::byte{7});
   for (int i = 0; i < kClients; ++i) {
     auto c = RpcClient::Connect("127.0.0.1", *port);
@@ -524,6 +525,33 @@ TEST(TcpLimitTest, QuietConnectionsGiveTheirLargeReceiveBuffersBack) {
   clients.clear();
   testing::WaitFor([&] { return server.counters().receive_buffer_bytes.load() == 0; });
   EXPECT_EQ(server.counters().receive_buffer_bytes.load(), 0u) << "closed connections still count";
+  server.Stop();
+}
+
+// A client writing 1 MiB at a time (Linux's wsize) keeps its receive buffer from one call
+// to the next: it was freed after every call (1 MiB and its headers were over the size
+// kept), so every 1 MiB WRITE paid for a fresh buffer, its page faults and a copy.
+TEST(TcpLimitTest, AConnectionKeepsItsBufferForTheNextOneMiBCall) {
+  Dispatcher dispatcher;
+  dispatcher.Register(NullEchoAndBig());
+  TcpServer server(dispatcher, TcpServerOptions{});
+  auto port = server.Listen("127.0.0.1", 0);
+  ASSERT_TRUE(port.has_value());
+  server.Start();
+  auto c = RpcClient::Connect("127.0.0.1", *port);
+  ASSERT_TRUE(c.has_value());
+  std::vector<std::byte> payload(1 << 20, std::byte{7});
+  for (int i = 0; i < 3; ++i) {
+    auto r = (*c)->CallSync(kProg, kVers, kEcho, {}, [&](xdr::XdrEncoder& e) { e.Bytes(payload); });
+    ASSERT_TRUE(r.has_value() && r->header.ok());
+    // The server is done with the call above (and with keeping or freeing its buffer)
+    // before it reads this one, which it answers after.
+    auto null = (*c)->CallSync(kProg, kVers, kNull, {}, nullptr);
+    ASSERT_TRUE(null.has_value() && null->header.ok());
+    EXPECT_GE(server.counters().receive_buffer_bytes.load(), payload.size())
+        << "call " << i << ": the buffer of a 1 MiB call was not kept for the next";
+  }
+  c->reset();
   server.Stop();
 }
 
