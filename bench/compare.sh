@@ -7,8 +7,8 @@
 #   clients  nfsx vs libnfs against the nfsx server; path: on an `nfsx mount` if it works
 #   limits   path: on the local filesystem (no NFS), raw loopback TCP round trips (ping)
 #
-# Usage: bench/compare.sh [--full | --quick | --randread] [--repeat N] [--baseline DIR] [--out DIR]
-#                         [--keep] [BUILD_DIR]
+# Usage: bench/compare.sh [--full | --quick | --randread | --scaling] [--repeat N] [--baseline DIR]
+#                         [--out DIR] [--keep] [BUILD_DIR]
 #   (default)  short sizes, a few minutes on 2 cores
 #   --full     the issue's sizes: iozone 128 MiB files (seed 004), 12 x 1 GiB writers
 #              (seed 003), 10,000 appends (seed 001); tens of minutes, ~13 GiB of disk
@@ -16,6 +16,11 @@
 #   --randread only seed 002's case: 4 KiB random reads of one cached file, 1/2/4/8 threads,
 #              through the library, through the mount and on the local filesystem (path:);
 #              written to DATE-HOST-randread.md
+#   --scaling  each server confined to 1 CPU and to 2 CPUs (taskset; the nfsx server then runs
+#              one event loop per CPU it may use, Ganesha its default threads), 4 KiB and
+#              1 MiB random O_DIRECT reads and writes with 1 to 16 in flight from libnfs (on
+#              the other CPU when the server has one): ops/s and the server's CPU time per
+#              op, in DATE-HOST-scaling.md
 #   --baseline DIR  also run the client side (library and mount) of the nfsx built in DIR, for
 #              before/after figures in one run (systems base+nfsx and base-mount)
 #   --repeat N run every case N times, round after round, and report medians (noisy machines)
@@ -43,7 +48,8 @@ while (($#)); do
 		--out) OUT_DIR=$2; shift ;;
 		--keep) KEEP=1 ;;
 		--repeat) REPEAT=$2; shift ;;
-		-h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+		--scaling) MODE=scaling ;;
+		-h|--help) sed -n '2,34p' "$0"; exit 0 ;;
 		-*) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
 		*) BUILD=$(cd "$1" && pwd) ;;
 	esac
@@ -69,6 +75,9 @@ case $MODE in
 	randread)
 		IOZ_SIZE=- IOZ_RECORDS=- BUF_RECORDS=- TP=- APPENDS=- PING_OPS=-
 		RR="--size 64m --seconds 2" ;;
+	scaling)
+		IOZ_SIZE=- IOZ_RECORDS=- BUF_RECORDS=- TP=- APPENDS=- PING_OPS=-
+		RR="--size 64m --seconds 3" ;;
 	*)
 		IOZ_SIZE=16m IOZ_RECORDS=1k-16m BUF_RECORDS=4k,64k,1m
 		TP="--threads 12 --size 16m" APPENDS=1000 RR="--size 64m --seconds 2" PING_OPS=20000 ;;
@@ -85,6 +94,13 @@ declare -A CASES=(
 )
 CASE_ORDER=(iozone-direct iozone throughput append randread randread-direct randwrite ping)
 [[ $MODE == randread ]] && CASE_ORDER=(randread)
+if [[ $MODE == scaling ]]; then
+	CASES[randread-direct]="randread --direct $RR --threads 1,4,16"
+	CASES[randwrite]="randwrite $RR --threads 1,4,16"
+	CASES[randread-direct-1m]="randread --direct $RR --record 1m --threads 1,4"
+	CASES[randwrite-1m]="randwrite $RR --record 1m --threads 1,4"
+	CASE_ORDER=(randread-direct randwrite randread-direct-1m randwrite-1m)
+fi
 # Reduced sizes for the profiles of missed targets (under valgrind everything is ~50x slower).
 declare -A PROFILE_CASES=(
 	[iozone-direct]="iozone --direct --size 2m --record 4k,1m"
@@ -112,8 +128,11 @@ meta() { printf '%s\t%s\n' "$1" "$2" >>"$RUN/meta.tsv"; }
 START=$(date +%s)
 
 NFSX_PID= GANESHA_PID= MNT= BASE_MNT=
+EXTRA_NFSX_PIDS=() EXTRA_GANESHA_PIDS=()
 cleanup() {
 	set +e
+	for p in "${EXTRA_NFSX_PIDS[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+	for p in "${EXTRA_GANESHA_PIDS[@]}"; do "$GANESHA_SH" stop "$p"; done
 	for m in "$MNT" "$BASE_MNT"; do
 		[[ -n $m ]] && mountpoint -q "$m" && { fusermount3 -u "$m" || fusermount3 -uz "$m"; }
 	done
@@ -123,13 +142,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# start_nfsx DIR STATE PORTS_FILE [wrapper...]: `nfsx serve` on free ports; sets SERVE_PID.
+# start_nfsx DIR STATE PORTS_FILE [wrapper...]: `nfsx serve` on free ports, with the options in
+# the array SERVE_EXTRA if set; sets SERVE_PID.
+SERVE_EXTRA=()
 start_nfsx() {
 	local dir=$1 state=$2 ports=$3
 	shift 3
 	rm -f "$ports"
 	"$@" "$NFSX" serve "$dir" --port 0 --mount-port 0 --state-dir "$state" \
-		--ports-file "$ports" >"$RUN/logs/$(basename "$ports").log" 2>&1 &
+		--ports-file "$ports" "${SERVE_EXTRA[@]}" >"$RUN/logs/$(basename "$ports").log" 2>&1 &
 	SERVE_PID=$!
 	for _ in $(seq 600); do
 		[[ -s $ports ]] && return 0
@@ -150,8 +171,8 @@ NFSX_PID=$SERVE_PID
 URL_NFSX=$(url_of "$RUN/nfsx.ports" "$EXPORT")
 
 URL_GANESHA=
-if [[ $MODE == randread ]]; then
-	: # the client's cache only: the server does not matter, Ganesha adds nothing
+if [[ $MODE == randread || $MODE == scaling ]]; then
+	: # randread: the client's cache only, Ganesha adds nothing; scaling starts its own
 elif why=$("$GANESHA_SH" check 2>&1); then
 	if started=$("$GANESHA_SH" start "$EXPORT" "$RUN/ganesha" 2>"$RUN/logs/ganesha.log"); then
 		read -r GANESHA_PID gport gmport <<<"$started"
@@ -174,7 +195,9 @@ fi
 
 # The FUSE mount is optional: used when `nfsx mount` exists and mounts here.
 # (`nfsx mount --help` of a build without the mount prints the main help: look for its own.)
-if "$NFSX" mount --help 2>/dev/null | grep -qi mountpoint && command -v fusermount3 >/dev/null &&
+if [[ $MODE == scaling ]]; then
+	: # servers only: no mount
+elif "$NFSX" mount --help 2>/dev/null | grep -qi mountpoint && command -v fusermount3 >/dev/null &&
 	[[ -e /dev/fuse ]]; then
 	MNT=$RUN/mnt
 	mkdir -p "$MNT"
@@ -196,16 +219,58 @@ if [[ -n $BASE_NFSX && -n $MNT ]]; then
 	fi
 fi
 
-# system id, description, driver, url, cases[, nfsx binary that runs the bench]
+# system id, description, driver, url, cases[, nfsx binary that runs the bench[, the server's
+# pid (its CPU time per op is measured)[, the CPUs the bench runs on (taskset)]]]
 SYSTEMS=()
 add_system() {
-	SYSTEMS+=("$1|$3|$4|$5|${6:-$NFSX}")
+	SYSTEMS+=("$1|$3|$4|$5|${6:-$NFSX}|${7:-}|${8:-}")
 	printf '%s\t%s\n' "$1" "$2" >>"$RUN/systems.tsv"
 }
 ALL="${CASE_ORDER[*]}"
 PATHCASES="iozone-direct iozone throughput append randread randread-direct randwrite"
 [[ $MODE == randread ]] && PATHCASES=randread
-add_system nfsx+nfsx "nfsx server, nfsx client library (the subject)" nfsx "$URL_NFSX" "$ALL"
+BASE_REV=
+if [[ $MODE == scaling ]]; then
+	((HAVE_LIBNFS)) || { echo "compare.sh: --scaling needs the libnfs driver" >&2; exit 2; }
+	"$GANESHA_SH" check >/dev/null 2>&1 || note "NFS-Ganesha skipped: $("$GANESHA_SH" check 2>&1 | tail -1)"
+	LAST_CPU=$(($(nproc) - 1))
+	meta fairness "each server is confined to its CPUs with taskset (every thread of it); the nfsx server runs one event loop per CPU it may use (its default), Ganesha its default threads, and \`nfsx-2cpu-1loop\` is the nfsx server on 2 CPUs with one event loop (which of the two a second CPU helps); the client is libnfs for all (one connection per thread), on a CPU of its own when the server has one CPU and sharing both otherwise; the server's CPU time per operation is read from /proc/PID/stat around each point."
+	for cpus in 1 2; do
+		((cpus <= $(nproc))) || { note "only $(nproc) CPU(s): no $cpus-CPU systems"; continue; }
+		set_cpus="0-$((cpus - 1))"
+		cpu_words="CPUs $set_cpus"
+		((cpus == 1)) && cpu_words="CPU 0"
+		# With one CPU for the server, the client gets another; with all of them, it shares.
+		client_cpus=
+		((cpus < $(nproc))) && client_cpus=$LAST_CPU
+		start_nfsx "$EXPORT" "$RUN/state-nfsx-$cpus" "$RUN/nfsx-$cpus.ports" taskset -c "$set_cpus"
+		EXTRA_NFSX_PIDS+=("$SERVE_PID")
+		add_system "nfsx-${cpus}cpu+libnfs" \
+			"nfsx server on $cpu_words (taskset; one event loop per CPU), libnfs client$([[ -n $client_cpus ]] && echo " on CPU $client_cpus")" \
+			libnfs "$(url_of "$RUN/nfsx-$cpus.ports" "$EXPORT")" "$ALL" "$NFSX" "$SERVE_PID" "$client_cpus"
+		if ((cpus == 2)); then
+			SERVE_EXTRA=(--threads 1)
+			start_nfsx "$EXPORT" "$RUN/state-nfsx-1loop" "$RUN/nfsx-1loop.ports" taskset -c "$set_cpus"
+			SERVE_EXTRA=()
+			EXTRA_NFSX_PIDS+=("$SERVE_PID")
+			add_system "nfsx-2cpu-1loop+libnfs" \
+				"nfsx server on $cpu_words with one event loop (--threads 1), libnfs client" \
+				libnfs "$(url_of "$RUN/nfsx-1loop.ports" "$EXPORT")" "$ALL" "$NFSX" "$SERVE_PID"
+		fi
+		if "$GANESHA_SH" check >/dev/null 2>&1 &&
+			started=$("$GANESHA_SH" start "$EXPORT" "$RUN/ganesha-$cpus" 2>>"$RUN/logs/ganesha.log"); then
+			read -r gpid gport gmport <<<"$started"
+			EXTRA_GANESHA_PIDS+=("$gpid")
+			taskset -a -p -c "$set_cpus" "$gpid" >/dev/null
+			add_system "ganesha-${cpus}cpu+libnfs" \
+				"NFS-Ganesha 4.3 on $cpu_words (taskset, every thread; its default thread counts), libnfs client$([[ -n $client_cpus ]] && echo " on CPU $client_cpus")" \
+				libnfs "nfs://127.0.0.1/vfs?version=3&nfsport=$gport&mountport=$gmport" "$ALL" \
+				"$NFSX" "$gpid" "$client_cpus"
+		fi
+	done
+else
+add_system nfsx+nfsx "nfsx server, nfsx client library (the subject)" nfsx "$URL_NFSX" "$ALL" \
+	"$NFSX" "$NFSX_PID"
 # The libnfs driver gives every thread a context of its own, so one TCP connection per thread;
 # the nfsx client shares one Client (nconnect=1 by default) between threads. The threaded
 # cases run a second time with nconnect set to the case's thread count, so that both
@@ -213,16 +278,18 @@ add_system nfsx+nfsx "nfsx server, nfsx client library (the subject)" nfsx "$URL
 # (Not in --randread: it runs none of those cases.)
 [[ $MODE != randread ]] && add_system nfsx+nfsx-nc \
 	"nfsx server, nfsx client library with nconnect = the case's thread count (as libnfs's connection per thread)" \
-	nfsx "$URL_NFSX&nconnect=@NCONNECT@" "throughput randread-direct randwrite"
+	nfsx "$URL_NFSX&nconnect=@NCONNECT@" "throughput randread-direct randwrite" "$NFSX" "$NFSX_PID"
 [[ -n $URL_GANESHA ]] && add_system ganesha+nfsx \
-	"NFS-Ganesha 4.3 (FSAL_VFS, same directory), nfsx client" nfsx "$URL_GANESHA" "$ALL"
+	"NFS-Ganesha 4.3 (FSAL_VFS, same directory), nfsx client" nfsx "$URL_GANESHA" "$ALL" \
+	"$NFSX" "$GANESHA_PID"
 ((HAVE_LIBNFS)) &&
-	add_system nfsx+libnfs "nfsx server, libnfs 4.0 client (Debian)" libnfs "$URL_NFSX" "$ALL"
+	add_system nfsx+libnfs "nfsx server, libnfs 4.0 client (Debian)" libnfs "$URL_NFSX" "$ALL" \
+		"$NFSX" "$NFSX_PID"
 [[ -n $URL_GANESHA ]] && ((HAVE_LIBNFS)) &&
-	add_system ganesha+libnfs "NFS-Ganesha 4.3, libnfs 4.0 client" libnfs "$URL_GANESHA" "$ALL"
+	add_system ganesha+libnfs "NFS-Ganesha 4.3, libnfs 4.0 client" libnfs "$URL_GANESHA" "$ALL" \
+		"$NFSX" "$GANESHA_PID"
 [[ -n $MNT ]] && add_system nfsx-mount \
 	"POSIX calls on \`nfsx mount\` of the nfsx server (FUSE)" "path:$MNT" "" "$PATHCASES"
-BASE_REV=
 if [[ -n $BASE_NFSX ]]; then
 	BASE_REV=$(git -C "$BASE_BUILD" rev-parse --short HEAD 2>/dev/null || basename "$(dirname "$BASE_BUILD")")
 	add_system base+nfsx "baseline ($BASE_REV) nfsx client library, same nfsx server" nfsx \
@@ -235,6 +302,7 @@ mkdir -p "$EXPORT/local"
 chmod 1777 "$EXPORT/local"
 add_system local "POSIX calls on the local filesystem (the export directory): no NFS" \
 	"path:$EXPORT/local" "" "$PATHCASES"
+fi
 
 meta date "$DATE"
 meta host "$HOST"
@@ -245,7 +313,7 @@ meta mode "$MODE"
 meta repeat "$REPEAT"
 meta command "bench/compare.sh$([[ $MODE != default ]] && echo " --$MODE")$( ((REPEAT > 1)) && echo " --repeat $REPEAT")$([[ -n $BASE_REV ]] && echo " --baseline DIR")"
 [[ -n $BASE_REV ]] && meta baseline "$BASE_REV"
-[[ $MODE == randread ]] && meta sizes "random ${RR}" ||
+[[ $MODE == randread || $MODE == scaling ]] && meta sizes "random ${RR}" ||
 	meta sizes "iozone ${IOZ_SIZE} files, records ${IOZ_RECORDS} (buffered: ${BUF_RECORDS}); throughput ${TP}; ${APPENDS} appends; random ${RR}; ${PING_OPS} pings"
 meta plot "$DATE-$HOST.png"
 for c in "${CASE_ORDER[@]}"; do meta "cmd:$c" "${CASES[$c]}"; done
@@ -268,14 +336,17 @@ for round in $(seq "$REPEAT"); do
 		for ((i = ${#SYSTEMS[@]} - 1; i >= 0; i--)); do order+=("${SYSTEMS[i]}"); done
 	fi
 	for sys in "${order[@]}"; do
-		IFS='|' read -r id driver url cases bin <<<"$sys"
+		IFS='|' read -r id driver url cases bin spid ccpus <<<"$sys"
 		mkdir -p "$RUN/$id"
 		for c in $cases; do
 			echo "== round $round/$REPEAT, $id: nfsx bench ${CASES[$c]}" >&2
 			log=$RUN/logs/$id-$c$suffix.txt
 			args=(${CASES[$c]} --driver "$driver" --json "$RUN/$id/$c$suffix.json" --label "$id")
 			[[ -n $url ]] && args+=(--url "${url//@NCONNECT@/$(max_threads "${CASES[$c]}")}")
-			if ! "$bin" bench "${args[@]}" </dev/null >"$log" 2>&1; then
+			[[ -n $spid ]] && args+=(--server-pid "$spid")
+			wrap=()
+			[[ -n $ccpus ]] && wrap=(taskset -c "$ccpus")
+			if ! "${wrap[@]}" "$bin" bench "${args[@]}" </dev/null >"$log" 2>&1; then
 				note "$id $c (round $round) failed: $(grep -m1 -E 'FAILED|nfsx bench:' "$log" || tail -1 "$log")"
 			fi
 		done
@@ -284,15 +355,15 @@ done
 meta load_after "$(cut -d' ' -f1-3 /proc/loadavg)"
 
 SUFFIX=
-[[ $MODE == randread ]] && SUFFIX=-randread
+[[ $MODE == randread || $MODE == scaling ]] && SUFFIX=-$MODE
 OUT=$OUT_DIR/$DATE-$HOST$SUFFIX.md
 PNG=$OUT_DIR/$DATE-$HOST.png
 meta seconds "$(($(date +%s) - START))"
 "$NFSX" bench report "$RUN" --out "$OUT" --plot-data "$RUN/latency" --missed "$RUN/missed.tsv"
 
 # The plot: microseconds per call by record size, one line per system (seed 004's table).
-if [[ $MODE == randread ]]; then
-	# Only seed 002's case ran: the issue's targets (other cases) would all read "not measured".
+if [[ $MODE == randread || $MODE == scaling ]]; then
+	# Only some cases ran: the issue's targets (other cases) would all read "not measured".
 	awk '/^## Targets/ {skip = 1; next} /^## / {skip = 0} !skip' "$OUT" >"$OUT.tmp" && mv "$OUT.tmp" "$OUT"
 	sed -i '/^Missed targets are profiled/d' "$OUT"
 elif command -v gnuplot >/dev/null; then
@@ -324,7 +395,7 @@ profile_tool() {
 		echo callgrind
 	fi
 }
-if [[ -s $RUN/missed.tsv && $MODE != randread ]]; then
+if [[ -s $RUN/missed.tsv && $MODE != randread && $MODE != scaling ]]; then
 	TOOL=$(profile_tool)
 	{
 		echo "## Profiles of missed targets"

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "base/logging.h"
+#include "bench/cpu_time.h"
 #include "bench/units.h"
 
 namespace nfsx::bench {
@@ -53,6 +54,7 @@ Json OptionsJson(const BenchOptions& o) {
   j.Set("seconds", o.seconds);
   j.Set("ops", o.ops);
   j.Set("depth", o.depth);
+  j.Set("server_pid", o.server_pid > 0 ? Json(o.server_pid) : Json());
   return j;
 }
 
@@ -82,6 +84,10 @@ int RunBench(const BenchOptions& o) {
   auto spec = ParseDriverSpec(o.driver, &error);
   if (!spec) {
     fmt::print(stderr, "nfsx bench: {}\n", error);
+    return 2;
+  }
+  if (o.server_pid > 0 && !ProcessCpuSeconds(o.server_pid)) {
+    fmt::print(stderr, "nfsx bench: --server-pid {}: no such process to measure\n", o.server_pid);
     return 2;
   }
   // A client needs a server: without --url, the bench starts one.

@@ -8,6 +8,8 @@ Context::Snapshot Context::Take() const {
   Snapshot s;
   s.wire = driver_.counters();
   if (server_) s.server = server_->calls();
+  if (options_.server_pid > 0) s.server_cpu = ProcessCpuSeconds(options_.server_pid);
+  s.client_cpu = SelfCpuSeconds();
   return s;
 }
 
@@ -17,6 +19,11 @@ Json Context::Since(const Snapshot& before) const {
   out.Set("wire", now.wire && before.wire ? WireJson(*now.wire - *before.wire) : Json());
   out.Set("server_calls",
           now.server && before.server ? ServerCallsJson(*now.server - *before.server) : Json());
+  std::optional<CpuSeconds> server;
+  if (now.server_cpu && before.server_cpu) server = *now.server_cpu - *before.server_cpu;
+  out.Set("server_cpu_seconds", server ? Json(server->total()) : Json());
+  out.Set("server_user_cpu_seconds", server ? Json(server->user) : Json());
+  out.Set("client_cpu_seconds", now.client_cpu - before.client_cpu);
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bench/counters.h"
+#include "bench/cpu_time.h"
 #include "bench/driver.h"
 #include "bench/json.h"
 #include "bench/progress.h"
@@ -33,6 +34,7 @@ struct BenchOptions {
   std::string label;    // free text copied into the JSON (compare.sh names the system)
   bool keep_files = false;
   bool quiet = false;  // no progress line
+  int server_pid = 0;  // > 0: also measure this server process's CPU time per phase
 };
 
 using Clock = std::chrono::steady_clock;
@@ -56,9 +58,14 @@ class Context {
   struct Snapshot {
     std::optional<WireStats> wire;
     std::optional<ServerCalls> server;
+    std::optional<CpuSeconds> server_cpu;  // of the process --server-pid names
+    double client_cpu = 0;                 // seconds, of this process
   };
   Snapshot Take() const;
-  // {"wire": WireJson or null, "server_calls": ... or null} for what happened since `before`.
+  // {"wire": WireJson or null, "server_calls": ... or null, "server_cpu_seconds" and
+  // "server_user_cpu_seconds": seconds or null, "client_cpu_seconds": seconds} for what
+  // happened since `before`. The client's
+  // CPU is this process's: with the in-process server (no --url) it includes the server's.
   Json Since(const Snapshot& before) const;
 
   // Notes for the JSON and the end of the table (e.g. a skipped part, a fallback).

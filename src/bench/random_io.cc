@@ -33,6 +33,12 @@ std::string Count(const Json& wire, const char* proc) {
   return wire.is_null() ? "-" : fmt::format("{}", WireCalls(wire, proc));
 }
 
+// Microseconds of CPU per operation, or null when the CPU time was not measured.
+Json CpuPerOp(const Json& seconds, uint64_t ops) {
+  if (!seconds.is_number() || ops == 0) return Json();
+  return seconds.AsNumber() * 1e6 / static_cast<double>(ops);
+}
+
 WorkloadOutcome RunRandom(Context& ctx, bool write) {
   const BenchOptions& o = ctx.options();
   const char* workload = write ? "randwrite" : "randread";
@@ -84,8 +90,8 @@ WorkloadOutcome RunRandom(Context& ctx, bool write) {
   }
 
   Json points = Json::MakeArray();
-  Table table({"threads", "IOPS", "MiB/s", "p50 us", "p99 us", "scaling", "READ", "WRITE", "COMMIT",
-               "GETATTR"});
+  Table table({"threads", "IOPS", "MiB/s", "p50 us", "p99 us", "scaling", "srv CPU us/op",
+               "cli CPU us/op", "READ", "WRITE", "COMMIT", "GETATTR"});
   double base_iops = 0;
   for (int t : *threads) {
     std::vector<ThreadResult> res(static_cast<size_t>(t));
@@ -185,10 +191,18 @@ WorkloadOutcome RunRandom(Context& ctx, bool write) {
     const Json& wire = counters.Get("wire");
     p.Set("wire", wire);
     p.Set("server_calls", counters.Get("server_calls"));
+    // CPU per operation: what each op costs the machine, beside what it costs in time.
+    Json server_cpu = CpuPerOp(counters.Get("server_cpu_seconds"), ops);
+    Json client_cpu = CpuPerOp(counters.Get("client_cpu_seconds"), ops);
+    p.Set("server_cpu_us_per_op", server_cpu);
+    p.Set("server_user_cpu_us_per_op", CpuPerOp(counters.Get("server_user_cpu_seconds"), ops));
+    p.Set("client_cpu_us_per_op", client_cpu);
+    auto show = [](const Json& v) { return v.is_number() ? Fixed(v.AsNumber(), 1) : "-"; };
     table.Row({fmt::format("{}", t), Fixed(iops, 0), Fixed(p.Get("mib_per_s").AsNumber(), 1),
                Fixed(lat.Quantile(0.5) / 1000.0, 1), Fixed(lat.Quantile(0.99) / 1000.0, 1),
-               Fixed(p.Get("scaling").AsNumber(), 2), Count(wire, "READ"), Count(wire, "WRITE"),
-               Count(wire, "COMMIT"), Count(wire, "GETATTR")});
+               Fixed(p.Get("scaling").AsNumber(), 2), show(server_cpu), show(client_cpu),
+               Count(wire, "READ"), Count(wire, "WRITE"), Count(wire, "COMMIT"),
+               Count(wire, "GETATTR")});
     points.Push(std::move(p));
     if (!out.error.empty()) break;
   }

@@ -97,6 +97,16 @@ void RandomMetrics(const RunData& data, const std::string& test_case, std::vecto
                     [t](const Json& res) { return Num(Point(res, t).Get("iops")); }});
     out->push_back({test_case, fmt::format("p50, {} thread(s)", t), "us", Better::kLower,
                     [t](const Json& res) { return Num(Point(res, t).Path("latency_us.p50")); }});
+    // CPU per operation, where the run measured it: the server's (compare.sh gives the
+    // bench its pid) and the bench process's own (the client, for library drivers).
+    for (auto [key, who] : {std::pair{"server_cpu_us_per_op", "server"},
+                            std::pair{"server_user_cpu_us_per_op", "server user-space"},
+                            std::pair{"client_cpu_us_per_op", "client"}}) {
+      if (!p.Get(key).is_number()) continue;
+      out->push_back({test_case, fmt::format("{} CPU per op, {} thread(s)", who, t), kCpuUnit,
+                      Better::kLower,
+                      [t, key](const Json& res) { return Num(Point(res, t).Get(key)); }});
+    }
   }
   const auto& points = ref.Path("results.points").AsArray();
   if (points.size() > 1) {
@@ -209,6 +219,8 @@ std::vector<Metric> BuildMetrics(const RunData& data) {
   RandomMetrics(data, "randread", &out);
   RandomMetrics(data, "randread-direct", &out);
   RandomMetrics(data, "randwrite", &out);
+  RandomMetrics(data, "randread-direct-1m", &out);
+  RandomMetrics(data, "randwrite-1m", &out);
 
   out.push_back({"ping", "NULL p50, 1 in flight", "us", Better::kLower,
                  [](const Json& r) { return Num(r.Path("null_1.latency_us.p50")); }});

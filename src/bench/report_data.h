@@ -21,6 +21,11 @@ inline constexpr const char* kSubjectMatched = "nfsx+nfsx-nc";
 inline constexpr const char* kGaneshaLibnfs = "ganesha+libnfs";
 inline constexpr const char* kMount = "nfsx-mount";
 inline constexpr const char* kLocal = "local";
+// compare.sh --scaling: each server confined to 1 and to 2 CPUs (taskset), libnfs client.
+inline constexpr const char* kNfsx1Cpu = "nfsx-1cpu+libnfs";
+inline constexpr const char* kGanesha1Cpu = "ganesha-1cpu+libnfs";
+inline constexpr const char* kNfsx2Cpu = "nfsx-2cpu+libnfs";
+inline constexpr const char* kGanesha2Cpu = "ganesha-2cpu+libnfs";
 
 class RunData {
  public:
@@ -49,6 +54,10 @@ class RunData {
 enum class Better { kHigher, kLower, kNone };
 
 // One figure of one case, as a function of its document's "results".
+// The unit of CPU-per-operation figures: reported beside the others, and judged only by
+// the server CPU target (which client is faster is judged on time, not CPU).
+inline constexpr const char* kCpuUnit = "CPU us";
+
 struct Metric {
   std::string test_case;
   std::string label;

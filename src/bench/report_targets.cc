@@ -36,12 +36,19 @@ Verdict BothSides(const std::optional<double>& a, const std::optional<double>& b
   return Verdict::kMet;
 }
 
-// The IOPS of the last point (the most threads) of a random workload.
+// A figure of the last point (the most threads) of a random workload: the median over the
+// rounds, where it was measured.
+std::optional<double> TopPointFigure(const RunData& d, const std::string& system,
+                                     const std::string& c, const char* key) {
+  return Median(d, system, c, [key](const Json& results) -> std::optional<double> {
+    const auto& points = results.Path("points").AsArray();
+    if (points.empty() || !points.back().Get(key).is_number()) return std::nullopt;
+    return points.back().Get(key).AsNumber();
+  });
+}
+
 std::optional<double> TopIops(const RunData& d, const std::string& system, const std::string& c) {
-  const Json& doc = d.Doc(system, c);
-  const auto& points = doc.Path("results.points").AsArray();
-  if (points.empty()) return std::nullopt;
-  return points.back().Get("iops").AsNumber();
+  return TopPointFigure(d, system, c, "iops");
 }
 
 int TopThreads(const RunData& d, const std::string& c) {
@@ -63,7 +70,8 @@ TargetResult ClientNoWorse(const RunData& d, const std::vector<Metric>& metrics,
   double worst = 1e300;
   std::string worst_case;
   for (const Metric& m : metrics) {
-    if (m.better == Better::kNone || m.unit == "calls" || m.unit == "ratio") continue;
+    if (m.better == Better::kNone || m.unit == "calls" || m.unit == "ratio" || m.unit == kCpuUnit)
+      continue;
     auto a = Value(d, m, ours);
     auto b = Value(d, m, kNfsxLibnfs);
     if (!a || !b || *a <= 0 || *b <= 0) continue;
@@ -194,6 +202,19 @@ std::vector<TargetResult> EvaluateTargets(const RunData& d, const std::vector<Me
                     "(O_DIRECT, {} threads in flight)",
                     threads),
         "randwrite", 2.0, [&](const std::string& s) { return TopIops(d, s, "randwrite"); }, false);
+    out.push_back(std::move(t));
+  }
+  {
+    int threads = TopThreads(d, "randread-direct");
+    auto t = ServerRatio(
+        fmt::format("nfsx server CPU time per 4 KiB random READ <= 0.5x Ganesha's, same client "
+                    "(O_DIRECT, {} threads in flight; shown as Ganesha's / ours, >= 2x)",
+                    threads),
+        "randread-direct", 2.0,
+        [&](const std::string& s) {
+          return TopPointFigure(d, s, "randread-direct", "server_cpu_us_per_op");
+        },
+        true);
     out.push_back(std::move(t));
   }
   for (const char* phase : {"write", "read"}) {

@@ -17,6 +17,7 @@
 #include "base/sharded_counter.h"
 #include "proto/nfs3_types.h"
 #include "rpc/drc.h"
+#include "rpc/memory_budget.h"
 #include "rpc/program.h"
 #include "rpc/record_marking.h"
 #include "xdr/xdr.h"
@@ -212,6 +213,18 @@ void BM_ProcStatsRecord(benchmark::State& state) {
   for (auto _ : state) proc_stats.Record(3000);
 }
 BENCHMARK(BM_ProcStatsRecord)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
+
+// The reply-memory budget, as every inline reply charges it (Add when the reply is made,
+// Release once it is sent): one atomic shared by every event loop, the largest per-call
+// write to shared memory left on the inline path (docs/scaling.md).
+MemoryBudget reply_budget(size_t{1} << 40);
+void BM_ReplyBudgetAddRelease(benchmark::State& state) {
+  for (auto _ : state) {
+    reply_budget.Add(4200);
+    reply_budget.Release(4200);
+  }
+}
+BENCHMARK(BM_ReplyBudgetAddRelease)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
 
 }  // namespace
 }  // namespace nfsx::rpc

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "bench/cpu_time.h"
 #include "bench/driver.h"
 #include "bench/json.h"
 #include "bench/report_data.h"
@@ -73,6 +74,36 @@ TEST(Units, SizesAndThreadLists) {
   EXPECT_EQ(ParseThreadList("4"), (std::vector<int>{1, 2, 4}));
   EXPECT_EQ(ParseThreadList("1,3"), (std::vector<int>{1, 3}));
   EXPECT_EQ(ShortSize(16 << 20), "16m");
+}
+
+TEST(CpuTime, ReadsUserAndSystemTicksAfterAnyCommandName) {
+  // utime (14) = 250 and stime (15) = 50 ticks; the name holds ") " and spaces.
+  const char* stat =
+      "4242 (a) b (c d) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 3 0 7 1 2 3";
+  auto cpu = ParseProcStatCpuSeconds(stat, 100);
+  ASSERT_TRUE(cpu);
+  EXPECT_EQ(cpu->user, 2.5);
+  EXPECT_EQ(cpu->system, 0.5);
+  EXPECT_FALSE(ParseProcStatCpuSeconds("4242 (x) S 1 2 3", 100)) << "too few fields";
+  EXPECT_FALSE(ParseProcStatCpuSeconds("4242 x S 1 2 3 4 5 6 7 8 9 10 11 12 13", 100));
+  EXPECT_FALSE(
+      ParseProcStatCpuSeconds("1 (x) S 1 1 1 0 -1 0 0 0 0 0 2x5 50 0 0 20 0 3 0 7 1 2 3", 100));
+}
+
+// Another process's CPU time is read from /proc: this one's, after it used some.
+TEST(CpuTime, ProcessCpuSecondsFollowsWhatAProcessUses) {
+  auto before = ProcessCpuSeconds(getpid());
+  ASSERT_TRUE(before);
+  double self = SelfCpuSeconds();
+  volatile uint64_t sink = 0;
+  while (SelfCpuSeconds() - self < 0.2) {
+    for (int i = 0; i < 100000; ++i) sink = sink + static_cast<uint64_t>(i);
+  }
+  auto after = ProcessCpuSeconds(getpid());
+  ASSERT_TRUE(after);
+  EXPECT_GE(after->total() - before->total(), 0.15) << "0.2 s used, at clock-tick resolution";
+  EXPECT_GE(after->user - before->user, 0.1) << "a loop in user space";
+  EXPECT_FALSE(ProcessCpuSeconds(-1));
 }
 
 TEST(JsonValue, RoundTrips) {
@@ -154,6 +185,26 @@ TEST_F(Targets, TheConnectionMatchedClientIsJudgedOnItsOwnFigures) {
   Put(kSubject, "randwrite", Iops(5000));
   EXPECT_EQ(Judge(target), Verdict::kMet) << "the default client's figure leaked in";
   EXPECT_EQ(Judge("nfsx client vs libnfs, nfsx server: no worse anywhere"), Verdict::kMissed);
+}
+
+// The server CPU target compares what one READ costs each server, for both clients.
+TEST_F(Targets, ServerCpuPerReadIsJudgedOnBothServersAndClients) {
+  const char* target = "nfsx server CPU time per 4 KiB random READ";
+  auto cpu = [](double us) {
+    return R"({"points": [{"threads": 1, "iops": 1, "server_cpu_us_per_op": 99},)"
+           R"( {"threads": 16, "iops": 1, "server_cpu_us_per_op": )" +
+           std::to_string(us) + "}]}";
+  };
+  Put(kSubject, "randread-direct", cpu(10));
+  Put(kGaneshaNfsx, "randread-direct", cpu(30));
+  EXPECT_EQ(Judge(target), Verdict::kNotMeasured) << "met without the libnfs pair";
+  Put(kNfsxLibnfs, "randread-direct", cpu(20));
+  Put(kGaneshaLibnfs, "randread-direct", cpu(30));
+  EXPECT_EQ(Judge(target), Verdict::kMissed) << "0.67x of Ganesha's CPU with libnfs";
+  Put(kNfsxLibnfs, "randread-direct", cpu(12));
+  EXPECT_EQ(Judge(target), Verdict::kMet);
+  Put(kGaneshaNfsx, "randread-direct", Iops(10000));
+  EXPECT_EQ(Judge(target), Verdict::kNotMeasured) << "Ganesha's CPU not measured";
 }
 
 TEST_F(Targets, ASeedTargetNeedsBothServers) {
@@ -269,6 +320,26 @@ TEST_F(BenchCli, RandomDirectIoIsOneCallPerOperation) {
     EXPECT_EQ(Calls(p.Get("wire"), "WRITE"), static_cast<uint64_t>(p.Get("ops").AsNumber()));
     EXPECT_GE(Calls(p.Get("wire"), "COMMIT"), 1u);
   }
+}
+
+// --server-pid adds the CPU time of the process it names per operation (here the test's own
+// process stands in for a server); without it the figure is null, with a dead pid the bench
+// refuses to run.
+TEST_F(BenchCli, ServerCpuPerOperationIsMeasuredWhenGivenThePid) {
+  std::string args = "randread --backend memfs --direct --size 1m --threads 1 --seconds 0.2";
+  Json with = Run(args + " --server-pid " + std::to_string(getpid()));
+  const auto& points = with.Path("results.points").AsArray();
+  ASSERT_FALSE(points.empty());
+  EXPECT_TRUE(points[0].Get("server_cpu_us_per_op").is_number());
+  EXPECT_GE(points[0].Get("server_cpu_us_per_op").AsNumber(),
+            points[0].Get("server_user_cpu_us_per_op").AsNumber());
+  EXPECT_GT(points[0].Get("client_cpu_us_per_op").AsNumber(), 0) << "the bench did reads";
+  Json without = Run(args);
+  ASSERT_FALSE(without.Path("results.points").AsArray().empty());
+  EXPECT_TRUE(without.Path("results.points").AsArray()[0].Get("server_cpu_us_per_op").is_null());
+  std::string cmd = nfsx_ + " bench " + args + " -q --server-pid 999999999 >/dev/null 2>&1";
+  int rc = std::system(cmd.c_str());
+  EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 2) << "a pid with no process measured";
 }
 
 // One thread, many calls in flight: each record is one call, reads are checked, and

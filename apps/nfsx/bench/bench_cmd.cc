@@ -56,6 +56,10 @@ Runner AddBench(CLI::App& app) {
       ->check(CLI::IsMember({"localfs", "memfs"}));
   cmd->add_option("--tmp-dir", o->tmp_dir, "Where the started server's export goes ($TMPDIR)");
   cmd->add_option("--label", o->label, "Free text recorded in the JSON");
+  cmd->add_option("--server-pid", o->server_pid,
+                  "The server's process: randread/randwrite also report its CPU time per "
+                  "operation (from /proc/PID/stat)")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--keep-files", o->keep_files, "Leave the files the workload wrote");
   cmd->add_flag("--quiet,-q", o->quiet, "No progress line");
 
