@@ -47,11 +47,13 @@ size_t RecordReader::CapacityFor(size_t min) const {
   if (in_fragment_) {
     size_t have = end_ - fragment_data_;
     if (fragment_len_ > have) {
-      // A fragment of known length: room for exactly its rest lets one read land it in
+      // The last fragment of a record: room for exactly its rest lets one read land it in
       // place, and sized to it (not doubled, nor grown for `min` when a few bytes are
       // missing) the buffer stays the size the client's next call of that size needs.
-      want = fragment_len_ - have;
-      return capacity_ - end < want ? end + want : capacity_;
+      // Before a further fragment, growth doubles as for any stream of unknown length.
+      size_t rest = fragment_len_ - have;
+      if (last_fragment_) return capacity_ - end < rest ? end + rest : capacity_;
+      want = std::max(want, rest);
     }
   }
   return capacity_ - end < want ? std::max(end + want, capacity_ * 2) : capacity_;

@@ -30,8 +30,9 @@ class RecordReader {
 
   explicit RecordReader(size_t max_record);
 
-  // Space to receive at least `min` bytes; inside a fragment, exactly its rest (more or
-  // less than `min`), the buffer growing to the size of the record and no further.
+  // Space to receive at least `min` bytes; inside a fragment, at least its rest (more
+  // or less than `min`), and inside a record's last fragment the buffer grows to the
+  // size of the record and no further.
   // Invalidates spans returned by Next(). While a diversion has bytes left, the
   // span is the diversion's destination (see IntoDestination()), or scratch for
   // bytes to drop, and never reaches past the diverted bytes.

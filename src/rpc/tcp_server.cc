@@ -568,9 +568,11 @@ void TcpServer::Connection::CountReceiveBuffer() {
 }
 
 void TcpServer::Connection::ShrinkIfQuiet(Clock::time_point now) {
-  if (receive_counted_ <= kQuietReceiveBuffer || now - last_activity_ < std::chrono::seconds(1)) {
-    return;
-  }
+  if (receive_counted_ <= kQuietReceiveBuffer) return;
+  // A buffer kept for this client's next call goes back at the next tick, not after a
+  // quiet second, when other connections wait for receive memory.
+  bool wanted = thread_->server()->receive_waiters_.load() > 0;
+  if (!wanted && now - last_activity_ < std::chrono::seconds(1)) return;
   reader_.ShrinkIfIdle(kQuietReceiveBuffer);
   CountReceiveBuffer();
 }
