@@ -158,6 +158,7 @@ start_nfsx() {
 		sleep 0.1
 	done
 	echo "compare.sh: nfsx serve did not start; see $RUN/logs" >&2
+	kill "$SERVE_PID" 2>/dev/null || true  # not left running if it was only slow
 	return 1
 }
 url_of() { # PORTS_FILE PATH
@@ -255,7 +256,8 @@ if [[ $MODE == scaling ]]; then
 			EXTRA_NFSX_PIDS+=("$SERVE_PID")
 			add_system "nfsx-2cpu-1loop+libnfs" \
 				"nfsx server on $cpu_words with one event loop (--threads 1), libnfs client" \
-				libnfs "$(url_of "$RUN/nfsx-1loop.ports" "$EXPORT")" "$ALL" "$NFSX" "$SERVE_PID"
+				libnfs "$(url_of "$RUN/nfsx-1loop.ports" "$EXPORT")" "$ALL" "$NFSX" "$SERVE_PID" \
+				"$client_cpus"
 		fi
 		if "$GANESHA_SH" check >/dev/null 2>&1 &&
 			started=$("$GANESHA_SH" start "$EXPORT" "$RUN/ganesha-$cpus" 2>>"$RUN/logs/ganesha.log"); then

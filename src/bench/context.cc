@@ -13,8 +13,7 @@ Context::Snapshot Context::Take() const {
   return s;
 }
 
-Json Context::Since(const Snapshot& before) const {
-  Snapshot now = Take();
+Json Context::Between(const Snapshot& before, const Snapshot& now) const {
   Json out = Json::MakeObject();
   out.Set("wire", now.wire && before.wire ? WireJson(*now.wire - *before.wire) : Json());
   out.Set("server_calls",

@@ -66,7 +66,9 @@ class Context {
   // "server_user_cpu_seconds": seconds or null, "client_cpu_seconds": seconds} for what
   // happened since `before`. The client's
   // CPU is this process's: with the in-process server (no --url) it includes the server's.
-  Json Since(const Snapshot& before) const;
+  Json Since(const Snapshot& before) const { return Between(before, Take()); }
+  // The same for what happened from `before` to `after`.
+  Json Between(const Snapshot& before, const Snapshot& now) const;
 
   // Notes for the JSON and the end of the table (e.g. a skipped part, a fallback).
   void Note(std::string text) { notes_.push_back(std::move(text)); }

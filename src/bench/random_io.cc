@@ -96,6 +96,10 @@ WorkloadOutcome RunRandom(Context& ctx, bool write) {
   for (int t : *threads) {
     std::vector<ThreadResult> res(static_cast<size_t>(t));
     std::latch ready(t + 1);
+    // CPU time is measured between go and the end of the last loop: opens, and the
+    // COMMIT a client sends at close, are not the operations counted.
+    std::latch looped(t);
+    std::latch measured(1);
     std::atomic<bool> go{false};
     Clock::time_point deadline;
     ctx.progress().Phase(fmt::format("{} {} thread(s)", workload, t), 0, "ops");
@@ -110,6 +114,7 @@ WorkloadOutcome RunRandom(Context& ctx, bool write) {
         ready.arrive_and_wait();
         if (!f) {
           r.error = fmt::format("open {}: {}", name, ErrorString(f.error()));
+          looped.count_down();
           return;
         }
         while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
@@ -148,6 +153,8 @@ WorkloadOutcome RunRandom(Context& ctx, bool write) {
           }
         }
         r.loop_seconds = Since(start);
+        looped.count_down();
+        measured.wait();
         auto c0 = Clock::now();
         auto closed = (*f)->Close();
         r.close_seconds = Since(c0);
@@ -158,7 +165,11 @@ WorkloadOutcome RunRandom(Context& ctx, bool write) {
     ready.arrive_and_wait();
     deadline = Clock::now() +
                std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    auto cpu_before = ctx.Take();
     go.store(true, std::memory_order_release);
+    looped.wait();
+    Json cpu = ctx.Between(cpu_before, ctx.Take());
+    measured.count_down();
     for (auto& w : workers) w.join();
     Json counters = ctx.Since(before);
 
@@ -192,10 +203,10 @@ WorkloadOutcome RunRandom(Context& ctx, bool write) {
     p.Set("wire", wire);
     p.Set("server_calls", counters.Get("server_calls"));
     // CPU per operation: what each op costs the machine, beside what it costs in time.
-    Json server_cpu = CpuPerOp(counters.Get("server_cpu_seconds"), ops);
-    Json client_cpu = CpuPerOp(counters.Get("client_cpu_seconds"), ops);
+    Json server_cpu = CpuPerOp(cpu.Get("server_cpu_seconds"), ops);
+    Json client_cpu = CpuPerOp(cpu.Get("client_cpu_seconds"), ops);
     p.Set("server_cpu_us_per_op", server_cpu);
-    p.Set("server_user_cpu_us_per_op", CpuPerOp(counters.Get("server_user_cpu_seconds"), ops));
+    p.Set("server_user_cpu_us_per_op", CpuPerOp(cpu.Get("server_user_cpu_seconds"), ops));
     p.Set("client_cpu_us_per_op", client_cpu);
     auto show = [](const Json& v) { return v.is_number() ? Fixed(v.AsNumber(), 1) : "-"; };
     table.Row({fmt::format("{}", t), Fixed(iops, 0), Fixed(p.Get("mib_per_s").AsNumber(), 1),

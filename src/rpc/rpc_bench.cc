@@ -215,8 +215,8 @@ void BM_ProcStatsRecord(benchmark::State& state) {
 BENCHMARK(BM_ProcStatsRecord)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
 
 // The reply-memory budget, as every inline reply charges it (Add when the reply is made,
-// Release once it is sent): one atomic shared by every event loop, the largest per-call
-// write to shared memory left on the inline path (docs/scaling.md).
+// Release once it is sent): one atomic shared by every event loop and worker, the one
+// write to shared memory every call makes whatever its file (docs/scaling.md).
 MemoryBudget reply_budget(size_t{1} << 40);
 void BM_ReplyBudgetAddRelease(benchmark::State& state) {
   for (auto _ : state) {
