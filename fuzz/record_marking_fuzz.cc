@@ -90,6 +90,22 @@ void CheckGuard(const Diversion& d) {
   }
 }
 
+// Bytes left of the stream's fragment whose data holds offset `at`, when that fragment is
+// the last of its record; otherwise (a header, an earlier fragment) no limit. Inside a
+// record's last fragment PrepareWrite() owes room for exactly the rest of it, not more.
+size_t RestOfLastFragment(std::span<const std::byte> s, size_t at) {
+  size_t pos = 0;
+  while (pos + 4 <= s.size()) {
+    uint32_t mark = nfsx::xdr::LoadBe32(s.data() + pos);
+    size_t start = pos + 4;
+    size_t end = start + (mark & ~nfsx::rpc::kLastFragment);
+    if (at < start) break;
+    if (at < end) return (mark & nfsx::rpc::kLastFragment) ? end - at : SIZE_MAX;
+    pos = end;
+  }
+  return SIZE_MAX;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -150,8 +166,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         current->filled += want;
         ++current->reads_into_dest;
       }
-    } else if (space.size() < want) {
-      Violation("PrepareWrite gave less room than asked for");
+    } else {
+      if (space.size() < std::min(want, RestOfLastFragment(stream, fed))) {
+        Violation("PrepareWrite gave less room than asked for (or than a last fragment's rest)");
+      }
+      want = std::min(want, space.size());
     }
     std::memcpy(space.data(), stream.data() + fed, want);
     reader.CommitWrite(want);
