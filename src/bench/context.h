@@ -64,8 +64,8 @@ class Context {
   Snapshot Take() const;
   // {"wire": WireJson or null, "server_calls": ... or null, "server_cpu_seconds" and
   // "server_user_cpu_seconds": seconds or null, "client_cpu_seconds": seconds} for what
-  // happened since `before`. The client's
-  // CPU is this process's: with the in-process server (no --url) it includes the server's.
+  // happened since `before`. The client's CPU is this process's: with the in-process
+  // server (no --url) it includes the server's.
   Json Since(const Snapshot& before) const { return Between(before, Take()); }
   // The same for what happened from `before` to `after`.
   Json Between(const Snapshot& before, const Snapshot& now) const;

@@ -47,10 +47,6 @@ std::optional<double> TopPointFigure(const RunData& d, const std::string& system
   });
 }
 
-std::optional<double> TopIops(const RunData& d, const std::string& system, const std::string& c) {
-  return TopPointFigure(d, system, c, "iops");
-}
-
 int TopThreads(const RunData& d, const std::string& c) {
   for (const char* s : {kSubject, kGaneshaNfsx}) {
     const auto& points = d.Doc(s, c).Path("results.points").AsArray();
@@ -128,6 +124,15 @@ TargetResult ServerRatio(
   return t;
 }
 
+// A 2x target of the nfsx server over Ganesha on a figure of the last point (the most
+// threads) of a random workload: "<what> (O_DIRECT, N threads in flight<note>)".
+TargetResult TopPointServerRatio(const RunData& d, const char* c, const char* key,
+                                 bool lower_is_better, const char* what, const char* note) {
+  return ServerRatio(
+      fmt::format("{} (O_DIRECT, {} threads in flight{})", what, TopThreads(d, c), note), c, 2.0,
+      [&](const std::string& s) { return TopPointFigure(d, s, c, key); }, lower_is_better);
+}
+
 }  // namespace
 
 const char* VerdictText(Verdict v) {
@@ -185,38 +190,16 @@ std::vector<TargetResult> EvaluateTargets(const RunData& d, const std::vector<Me
     if (a && !good(*a)) t.profile.push_back({"append", kSubject});
     out.push_back(std::move(t));
   }
-  {
-    int threads = TopThreads(d, "randread-direct");
-    auto t = ServerRatio(
-        fmt::format("nfsx server vs Ganesha, same client: >= 2x IOPS, 4 KiB random read "
-                    "(O_DIRECT, {} threads in flight)",
-                    threads),
-        "randread-direct", 2.0,
-        [&](const std::string& s) { return TopIops(d, s, "randread-direct"); }, false);
-    out.push_back(std::move(t));
-  }
-  {
-    int threads = TopThreads(d, "randwrite");
-    auto t = ServerRatio(
-        fmt::format("nfsx server vs Ganesha, same client: >= 2x IOPS, 4 KiB random write "
-                    "(O_DIRECT, {} threads in flight)",
-                    threads),
-        "randwrite", 2.0, [&](const std::string& s) { return TopIops(d, s, "randwrite"); }, false);
-    out.push_back(std::move(t));
-  }
-  {
-    int threads = TopThreads(d, "randread-direct");
-    auto t = ServerRatio(
-        fmt::format("nfsx server CPU time per 4 KiB random READ <= 0.5x Ganesha's, same client "
-                    "(O_DIRECT, {} threads in flight; shown as Ganesha's / ours, >= 2x)",
-                    threads),
-        "randread-direct", 2.0,
-        [&](const std::string& s) {
-          return TopPointFigure(d, s, "randread-direct", "server_cpu_us_per_op");
-        },
-        true);
-    out.push_back(std::move(t));
-  }
+  out.push_back(TopPointServerRatio(
+      d, "randread-direct", "iops", false,
+      "nfsx server vs Ganesha, same client: >= 2x IOPS, 4 KiB random read", ""));
+  out.push_back(TopPointServerRatio(
+      d, "randwrite", "iops", false,
+      "nfsx server vs Ganesha, same client: >= 2x IOPS, 4 KiB random write", ""));
+  out.push_back(TopPointServerRatio(
+      d, "randread-direct", "server_cpu_us_per_op", true,
+      "nfsx server CPU time per 4 KiB random READ <= 0.5x Ganesha's, same client",
+      "; shown as Ganesha's / ours, >= 2x"));
   for (const char* phase : {"write", "read"}) {
     std::string p = phase;
     std::string label = "1m " + p;
